@@ -1,0 +1,62 @@
+"""shoal: Apache Paimon-format tables from Python and PySpark.
+
+    import shoal
+    catalog = shoal.Catalog("/data/warehouse")
+    table = catalog.create_table("db.events", schema, partition_keys=["dt"])
+    table.append(data)
+    table.to_arrow(snapshot_id=1)
+"""
+
+from shoal.catalog import Catalog
+from shoal.errors import (
+    CommitConflictError,
+    CorruptMetadataError,
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    InvalidFilterError,
+    InvalidOptionError,
+    InvalidTagNameError,
+    SchemaMismatchError,
+    ShoalError,
+    SnapshotNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    TagAlreadyExistsError,
+    TagNotFoundError,
+    UnsupportedFeatureError,
+)
+from shoal.spec.snapshot import Snapshot
+from shoal.table.scan import DataSplit
+from shoal.table.table import Scan, Table
+
+__version__ = "0.1.0"
+
+
+def open_table(path: str) -> Table:
+    """Open the table whose directory is ``path`` (a local path or a URI)."""
+    return Table.open(path)
+
+
+__all__ = [
+    "Catalog",
+    "CommitConflictError",
+    "CorruptMetadataError",
+    "DataSplit",
+    "DatabaseNotFoundError",
+    "InvalidArgumentError",
+    "InvalidFilterError",
+    "InvalidOptionError",
+    "InvalidTagNameError",
+    "Scan",
+    "SchemaMismatchError",
+    "ShoalError",
+    "Snapshot",
+    "SnapshotNotFoundError",
+    "Table",
+    "TableAlreadyExistsError",
+    "TableNotFoundError",
+    "TagAlreadyExistsError",
+    "TagNotFoundError",
+    "UnsupportedFeatureError",
+    "open_table",
+]

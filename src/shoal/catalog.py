@@ -1,0 +1,180 @@
+"""The filesystem catalog: ``<warehouse>/<database>.db/<table>/``, as Paimon lays it out."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from shoal import options as O
+from shoal.errors import (
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    SchemaMismatchError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
+from shoal.io import file_io_for
+from shoal.maintenance.drop_table import remove_table_directory
+from shoal.spec import types as T
+from shoal.spec.schema import TableSchema
+from shoal.table.paths import PathFactory
+from shoal.table.schema_manager import SchemaManager
+from shoal.table.table import Table
+
+DB_SUFFIX = ".db"
+DEFAULT_DATABASE = "default"
+
+
+def _split_identifier(identifier: str) -> tuple[str, str]:
+    database, dot, table = identifier.partition(".")
+    if not dot:
+        database, table = DEFAULT_DATABASE, identifier
+    for part in (database, table):
+        if not part or "/" in part or part in (".", "..") or "." in part:
+            raise InvalidArgumentError(
+                f"invalid table identifier {identifier!r}: use 'database.table' with names "
+                "free of '/' and '.'"
+            )
+    return database, table
+
+
+class Catalog:
+    """Tables under one warehouse directory (a local path or a URI such as ``s3://b/wh``)."""
+
+    def __init__(self, warehouse: str) -> None:
+        self.warehouse = warehouse.rstrip("/")
+        self._file_io, self._root = file_io_for(self.warehouse)
+
+    def _uri(self, database: str, table: str | None = None) -> str:
+        tail = f"/{table}" if table is not None else ""
+        return f"{self.warehouse}/{database}{DB_SUFFIX}{tail}"
+
+    def _root_of(self, database: str, table: str) -> str:
+        return f"{self._root}/{database}{DB_SUFFIX}/{table}"
+
+    def create_table(
+        self,
+        identifier: str,
+        schema: pa.Schema,
+        *,
+        partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
+        options: Mapping[str, Any] | None = None,
+        comment: str | None = None,
+        ignore_if_exists: bool = False,
+    ) -> Table:
+        """Create a table (and its database folder when missing).
+
+        Raises:
+            TableAlreadyExistsError: unless ``ignore_if_exists``.
+            SchemaMismatchError / InvalidOptionError: nothing is written then.
+        """
+        database, name = _split_identifier(identifier)
+        raw_options = {str(k): str(v) for k, v in (options or {}).items()}
+        table_schema = build_schema(schema, partition_keys, primary_keys, raw_options, comment)
+        root = self._root_of(database, name)
+        paths = PathFactory(root)
+        if not SchemaManager(self._file_io, paths).try_create(table_schema):
+            if ignore_if_exists:
+                return self.get_table(identifier)
+            raise TableAlreadyExistsError(identifier)
+        return Table._open(self._file_io, self._uri(database, name), root, identifier)
+
+    def get_table(self, identifier: str) -> Table:
+        database, name = _split_identifier(identifier)
+        try:
+            return Table._open(
+                self._file_io, self._uri(database, name), self._root_of(database, name),
+                identifier,
+            )
+        except TableNotFoundError:
+            raise TableNotFoundError(identifier) from None
+
+    def table_exists(self, identifier: str) -> bool:
+        database, name = _split_identifier(identifier)
+        return self._file_io.exists(f"{self._root_of(database, name)}/schema/schema-0") or bool(
+            SchemaManager(self._file_io, PathFactory(self._root_of(database, name))).list_ids()
+        )
+
+    def list_databases(self) -> list[str]:
+        return sorted(
+            s.path.rsplit("/", 1)[-1][: -len(DB_SUFFIX)]
+            for s in self._file_io.list_status(self._root)
+            if s.is_dir and s.path.endswith(DB_SUFFIX)
+        )
+
+    def list_tables(self, database: str = DEFAULT_DATABASE) -> list[str]:
+        """Names of the tables in ``database``. Raises DatabaseNotFoundError."""
+        db_root = f"{self._root}/{database}{DB_SUFFIX}"
+        if not self._file_io.is_dir(db_root):
+            raise DatabaseNotFoundError(database)
+        return sorted(
+            s.path.rsplit("/", 1)[-1]
+            for s in self._file_io.list_status(db_root)
+            if s.is_dir and self._file_io.is_dir(f"{s.path}/schema")
+        )
+
+    def drop_table(self, identifier: str, *, ignore_if_not_exists: bool = False) -> None:
+        """Delete a table with all its data and metadata."""
+        database, name = _split_identifier(identifier)
+        if not self.table_exists(identifier):
+            if ignore_if_not_exists:
+                return
+            raise TableNotFoundError(identifier)
+        remove_table_directory(self._file_io, self._root_of(database, name))
+
+
+def build_schema(
+    schema: pa.Schema,
+    partition_keys: Sequence[str],
+    primary_keys: Sequence[str],
+    options: dict[str, str],
+    comment: str | None,
+) -> TableSchema:
+    """Schema 0 of a new table, validated before anything is written."""
+    if not isinstance(schema, pa.Schema):
+        raise SchemaMismatchError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
+    names = schema.names
+    if len(set(names)) != len(names):
+        raise SchemaMismatchError(f"duplicate column names in {names}")
+    for key in (*partition_keys, *primary_keys):
+        if key not in names:
+            raise SchemaMismatchError(f"key column {key!r} is not in the schema {names}")
+    if primary_keys:
+        raise UnsupportedFeatureError(
+            "primary-key tables are not supported by this version of shoal; "
+            "create an append table (primary_keys=[])"
+        )
+    O.validate(options)
+    if O.BUCKET.get(options) > 0 and not O.BUCKET_KEY.get(options):
+        raise InvalidOptionError(
+            "bucket-key", None,
+            "an append table with fixed buckets needs 'bucket-key' (the columns to hash)",
+        )
+    bucket_key = [k.strip() for k in O.BUCKET_KEY.get(options).split(",") if k.strip()]
+    for key in bucket_key:
+        if key not in names:
+            raise InvalidOptionError("bucket-key", options.get("bucket-key"),
+                                     f"column {key!r} is not in the schema")
+        if key in partition_keys:
+            raise InvalidOptionError("bucket-key", options.get("bucket-key"),
+                                     f"partition column {key!r} cannot be a bucket key")
+    fields = T.fields_from_arrow_schema(schema)
+    partition_types = [f.type for f in fields if f.name in partition_keys]
+    if any(not isinstance(t, T.AtomicType) for t in partition_types):
+        raise SchemaMismatchError("partition columns must be of scalar types")
+    return TableSchema(
+        id=0,
+        fields=fields,
+        highest_field_id=T.highest_field_id(fields),
+        partition_keys=tuple(partition_keys),
+        primary_keys=tuple(primary_keys),
+        options=options,
+        comment=comment,
+        time_millis=int(time.time() * 1000),
+    )

@@ -1,0 +1,137 @@
+"""The exception tree of shoal.
+
+Every error a user can cause is a subclass of :class:`ShoalError`, raised by the
+layer that knows what went wrong, with the offending value as an attribute and a
+message that says what to do about it. Callers match on the class, never on the
+message text.
+
+    ShoalError
+    ├── TableNotFoundError
+    ├── TableAlreadyExistsError
+    ├── DatabaseNotFoundError
+    ├── SnapshotNotFoundError
+    ├── TagNotFoundError
+    ├── TagAlreadyExistsError
+    ├── InvalidTagNameError
+    ├── SchemaMismatchError
+    ├── InvalidArgumentError      (also a ValueError)
+    │   └── InvalidFilterError
+    ├── InvalidOptionError        (also a ValueError)
+    ├── CommitConflictError
+    ├── CorruptMetadataError
+    └── UnsupportedFeatureError
+"""
+
+from __future__ import annotations
+
+
+class ShoalError(Exception):
+    """Root of every error shoal raises on purpose."""
+
+
+class TableNotFoundError(ShoalError):
+    """No table at the given identifier or path."""
+
+    def __init__(self, table: str) -> None:
+        super().__init__(
+            f"table {table!r} does not exist; create it with Catalog.create_table "
+            "or check the warehouse path"
+        )
+        self.table = table
+
+
+class TableAlreadyExistsError(ShoalError):
+    """``create_table`` found a table already there."""
+
+    def __init__(self, table: str) -> None:
+        super().__init__(
+            f"table {table!r} already exists; open it with Catalog.get_table, "
+            "or pass ignore_if_exists=True"
+        )
+        self.table = table
+
+
+class DatabaseNotFoundError(ShoalError):
+    """No database of that name in the warehouse."""
+
+    def __init__(self, database: str) -> None:
+        super().__init__(
+            f"database {database!r} does not exist; create a table in it to create it"
+        )
+        self.database = database
+
+
+class SnapshotNotFoundError(ShoalError):
+    """Time travel or a lookup named a snapshot that does not exist (any more)."""
+
+    def __init__(self, message: str, *, snapshot_id: int | None = None) -> None:
+        super().__init__(message)
+        self.snapshot_id = snapshot_id
+
+
+class TagNotFoundError(ShoalError):
+    """A tag name that the table does not have."""
+
+    def __init__(self, tag: str) -> None:
+        super().__init__(f"tag {tag!r} does not exist; list_tags() shows the tags there are")
+        self.tag = tag
+
+
+class TagAlreadyExistsError(ShoalError):
+    """``create_tag`` with a name that is taken."""
+
+    def __init__(self, tag: str) -> None:
+        super().__init__(
+            f"tag {tag!r} already exists; delete it first or pass replace=True"
+        )
+        self.tag = tag
+
+
+class InvalidTagNameError(ShoalError, ValueError):
+    """A tag name that is blank, all digits, or would escape the tag folder."""
+
+    def __init__(self, tag: str, reason: str) -> None:
+        super().__init__(f"invalid tag name {tag!r}: {reason}")
+        self.tag = tag
+
+
+class SchemaMismatchError(ShoalError):
+    """Data whose schema cannot be cast to the table's without losing anything."""
+
+
+class InvalidArgumentError(ShoalError, ValueError):
+    """An argument of a public call that is out of its allowed values."""
+
+
+class InvalidFilterError(InvalidArgumentError):
+    """A filter that is not valid DNF over the table's columns."""
+
+
+class InvalidOptionError(ShoalError, ValueError):
+    """A table or read option whose value cannot be used."""
+
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        super().__init__(f"invalid value {value!r} for option {key!r}: {reason}")
+        self.key = key
+        self.value = value
+
+
+class CommitConflictError(ShoalError):
+    """A commit lost to a concurrent one and could not be re-planned safely."""
+
+
+class CorruptMetadataError(ShoalError):
+    """A metadata file that is missing, truncated or not in the expected format."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"metadata file {path!r} cannot be read: {reason}. The table may have been "
+            "damaged outside shoal; restore the file from a backup or roll back to an "
+            "earlier snapshot"
+        )
+        self.path = path
+        self.reason = reason
+
+
+class UnsupportedFeatureError(ShoalError):
+    """A table uses a part of the Paimon format that shoal does not handle yet."""

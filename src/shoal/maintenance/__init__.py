@@ -1,0 +1,1 @@
+"""Everything that deletes files: the only package that does."""

@@ -1,0 +1,219 @@
+"""Every table option shoal understands, declared once with its type and default.
+
+The keys are on-disk format: they live in the schema file's ``options`` map and
+are shared with Apache Paimon, so they are spelled exactly as Paimon spells them
+(a test pins them). Options shoal does not know are kept and passed through
+untouched, so a Paimon table with engine-specific options still opens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Generic, TypeVar
+
+from shoal.errors import InvalidOptionError
+
+T = TypeVar("T")
+
+_DURATION_UNITS: dict[str, float] = {
+    "ns": 1e-9, "nano": 1e-9, "nanos": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
+    "us": 1e-6, "µs": 1e-6, "micro": 1e-6, "micros": 1e-6, "microsecond": 1e-6,
+    "microseconds": 1e-6,
+    "ms": 1e-3, "milli": 1e-3, "millis": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+    "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+}
+_MEMORY_UNITS: dict[str, int] = {
+    "": 1, "b": 1, "bytes": 1,
+    "k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "gibibytes": 1 << 30,
+    "t": 1 << 40, "tb": 1 << 40, "tebibytes": 1 << 40,
+}
+_AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Zµ]*)\s*$")
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse Paimon's duration syntax: ``1 h``, ``30 min``, ``1ms``, ``7 d``; no unit is ms."""
+    match = _AMOUNT.match(text)
+    if match is None:
+        raise ValueError(f"not a duration: {text!r} (expected e.g. '1 h', '30 min', '7 d')")
+    unit = match.group(2).lower()
+    if unit == "":
+        return timedelta(milliseconds=float(match.group(1)))
+    if unit not in _DURATION_UNITS:
+        raise ValueError(f"unknown duration unit {unit!r} in {text!r}")
+    return timedelta(seconds=float(match.group(1)) * _DURATION_UNITS[unit])
+
+
+def parse_memory_size(text: str) -> int:
+    """Parse Paimon's memory-size syntax: ``128 mb``, ``8MB``, ``1 gb``; no unit is bytes."""
+    match = _AMOUNT.match(text)
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _MEMORY_UNITS:
+        raise ValueError(f"not a memory size: {text!r} (expected e.g. '128 mb')")
+    return int(float(match.group(1)) * _MEMORY_UNITS[unit])
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ValueError("expected 'true' or 'false'")
+
+
+def _parse_int(text: str) -> int:
+    return int(text.strip())
+
+
+def _parse_str(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Option(Generic[T]):
+    """One table option: its key, how to parse it, its default and what it does."""
+
+    key: str
+    parse: Callable[[str], T]
+    default: T
+    doc: str
+    check: Callable[[T], str | None] | None = None
+
+    def get(self, raw: Mapping[str, str]) -> T:
+        """The typed value of this option in ``raw``, or its default."""
+        text = raw.get(self.key)
+        if text is None:
+            return self.default
+        try:
+            value = self.parse(text)
+        except (ValueError, TypeError) as exc:
+            raise InvalidOptionError(self.key, text, str(exc)) from None
+        problem = self.check(value) if self.check is not None else None
+        if problem is not None:
+            raise InvalidOptionError(self.key, text, problem)
+        return value
+
+
+def _at_least(minimum: int) -> Callable[[int], str | None]:
+    return lambda v: None if v >= minimum else f"must be at least {minimum}"
+
+
+def _bucket_check(value: int) -> str | None:
+    return None if value == -1 or value >= 1 else "must be -1 (unaware) or a positive count"
+
+
+def _one_of(*allowed: str) -> Callable[[str], str | None]:
+    return lambda v: None if v in allowed else f"must be one of {', '.join(allowed)}"
+
+
+_REGISTRY: dict[str, Option[object]] = {}
+
+
+def _declare(option: Option[T]) -> Option[T]:
+    _REGISTRY[option.key] = option  # type: ignore[assignment]
+    return option
+
+
+# --- layout and files -------------------------------------------------------------------------
+BUCKET = _declare(Option(
+    "bucket", _parse_int, -1,
+    "Number of buckets; -1 for an unbucketed (bucket-unaware) append table.", _bucket_check))
+BUCKET_KEY = _declare(Option(
+    "bucket-key", _parse_str, "",
+    "Comma-separated columns hashed to pick a bucket; default: the primary key, or for an "
+    "append table all columns."))
+FILE_FORMAT = _declare(Option(
+    "file.format", _parse_str, "parquet", "Format of data files.", _one_of("parquet")))
+FILE_COMPRESSION = _declare(Option(
+    "file.compression", _parse_str, "zstd", "Compression codec of data files."))
+TARGET_FILE_SIZE = _declare(Option(
+    "target-file-size", parse_memory_size, 128 << 20,
+    "Size at which a writer rolls to a new data file."))
+PARTITION_DEFAULT_NAME = _declare(Option(
+    "partition.default-name", _parse_str, "__DEFAULT_PARTITION__",
+    "Directory name used for a null or empty partition value."))
+DATA_FILE_PREFIX = _declare(Option(
+    "data-file.prefix", _parse_str, "data-", "Prefix of data file names."))
+STATS_MODE = _declare(Option(
+    "metadata.stats-mode", _parse_str, "truncate(16)",
+    "Column statistics kept per data file: none, counts, truncate(N) or full."))
+
+# --- manifests --------------------------------------------------------------------------------
+MANIFEST_TARGET_FILE_SIZE = _declare(Option(
+    "manifest.target-file-size", parse_memory_size, 8 << 20,
+    "Size at which manifest files roll, and below which they count as small."))
+MANIFEST_MERGE_MIN_COUNT = _declare(Option(
+    "manifest.merge-min-count", _parse_int, 30,
+    "Number of small manifests that triggers merging them into one.", _at_least(2)))
+MANIFEST_FULL_COMPACTION_SIZE = _declare(Option(
+    "manifest.full-compaction-threshold-size", parse_memory_size, 16 << 20,
+    "Total size of manifests holding DELETE entries that triggers a full manifest rewrite."))
+MANIFEST_COMPRESSION = _declare(Option(
+    "manifest.compression", _parse_str, "zstd", "Avro codec of manifest files.",
+    _one_of("zstd", "snappy", "deflate", "null", "none")))
+
+# --- commit -----------------------------------------------------------------------------------
+COMMIT_MAX_RETRIES = _declare(Option(
+    "commit.max-retries", _parse_int, 10,
+    "How often a commit that lost a race re-plans against the new latest snapshot.",
+    _at_least(0)))
+
+# --- reading ----------------------------------------------------------------------------------
+SPLIT_TARGET_SIZE = _declare(Option(
+    "source.split.target-size", parse_memory_size, 128 << 20,
+    "Bytes of data files packed into one split of a scan plan."))
+SPLIT_OPEN_FILE_COST = _declare(Option(
+    "source.split.open-file-cost", parse_memory_size, 4 << 20,
+    "Bytes a file counts for when packing splits, at least; keeps tiny files from "
+    "crowding one split."))
+
+# --- snapshot expiration (used by maintenance) ------------------------------------------------
+SNAPSHOT_NUM_RETAINED_MIN = _declare(Option(
+    "snapshot.num-retained.min", _parse_int, 10,
+    "Snapshots always kept by expiration.", _at_least(1)))
+SNAPSHOT_NUM_RETAINED_MAX = _declare(Option(
+    "snapshot.num-retained.max", _parse_int, 2**31 - 1,
+    "Snapshots kept at most by expiration.", _at_least(1)))
+SNAPSHOT_TIME_RETAINED = _declare(Option(
+    "snapshot.time-retained", parse_duration, timedelta(hours=1),
+    "Age below which snapshots are kept by expiration."))
+SNAPSHOT_EXPIRE_LIMIT = _declare(Option(
+    "snapshot.expire.limit", _parse_int, 50,
+    "Snapshots expired at most in one run.", _at_least(1)))
+
+
+def declared() -> Iterator[Option[object]]:
+    """Every declared option, in declaration order (the docs are made from this)."""
+    return iter(_REGISTRY.values())
+
+
+def validate(raw: Mapping[str, str]) -> None:
+    """Raise :class:`InvalidOptionError` for the first declared option with a bad value."""
+    for key in raw:
+        option = _REGISTRY.get(key)
+        if option is not None:
+            option.get(raw)
+
+
+class Options:
+    """A table's options: the raw string map, read through typed declarations."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: Mapping[str, str]) -> None:
+        self._raw = dict(raw)
+
+    def get(self, option: Option[T]) -> T:
+        return option.get(self._raw)
+
+    def raw(self) -> dict[str, str]:
+        return dict(self._raw)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw

@@ -1,0 +1,144 @@
+"""DataFileMeta: everything a manifest says about one data file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from shoal.spec import stats as S
+from shoal.spec.stats import SimpleStats
+
+FILE_SOURCE_APPEND = 0
+FILE_SOURCE_COMPACT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class DataFileMeta:
+    """Metadata of one data file, field for field as Paimon's manifests hold it.
+
+    ``creation_time`` is the writer's local wall-clock time, naive, stored as Paimon
+    stores a ``LocalDateTime``: its fields encoded as if they were UTC.
+    """
+
+    file_name: str
+    file_size: int
+    row_count: int
+    min_key: bytes
+    max_key: bytes
+    key_stats: SimpleStats
+    value_stats: SimpleStats
+    min_sequence_number: int
+    max_sequence_number: int
+    schema_id: int
+    level: int
+    extra_files: tuple[str, ...] = ()
+    creation_time: datetime | None = None
+    delete_row_count: int | None = None
+    embedded_index: bytes | None = None
+    file_source: int | None = None
+    value_stats_cols: tuple[str, ...] | None = None
+    external_path: str | None = None
+    first_row_id: int | None = None
+    write_cols: tuple[str, ...] | None = None
+    write_cols_sequences: tuple[int, ...] | None = field(default=None)
+
+    def to_avro(self) -> dict[str, Any]:
+        return {
+            "_FILE_NAME": self.file_name,
+            "_FILE_SIZE": self.file_size,
+            "_ROW_COUNT": self.row_count,
+            "_MIN_KEY": self.min_key,
+            "_MAX_KEY": self.max_key,
+            "_KEY_STATS": self.key_stats.to_avro(),
+            "_VALUE_STATS": self.value_stats.to_avro(),
+            "_MIN_SEQUENCE_NUMBER": self.min_sequence_number,
+            "_MAX_SEQUENCE_NUMBER": self.max_sequence_number,
+            "_SCHEMA_ID": self.schema_id,
+            "_LEVEL": self.level,
+            "_EXTRA_FILES": list(self.extra_files),
+            "_CREATION_TIME": (
+                self.creation_time.replace(tzinfo=UTC) if self.creation_time is not None else None
+            ),
+            "_DELETE_ROW_COUNT": self.delete_row_count,
+            "_EMBEDDED_FILE_INDEX": self.embedded_index,
+            "_FILE_SOURCE": self.file_source,
+            "_VALUE_STATS_COLS": _opt_list(self.value_stats_cols),
+            "_EXTERNAL_PATH": self.external_path,
+            "_FIRST_ROW_ID": self.first_row_id,
+            "_WRITE_COLS": _opt_list(self.write_cols),
+            "_WRITE_COLS_SEQUENCES": _opt_list(self.write_cols_sequences),
+        }
+
+    @staticmethod
+    def from_avro(r: dict[str, Any]) -> DataFileMeta:
+        created = r.get("_CREATION_TIME")
+        if isinstance(created, datetime) and created.tzinfo is not None:
+            created = created.replace(tzinfo=None)
+        return DataFileMeta(
+            file_name=r["_FILE_NAME"],
+            file_size=r["_FILE_SIZE"],
+            row_count=r["_ROW_COUNT"],
+            min_key=r["_MIN_KEY"],
+            max_key=r["_MAX_KEY"],
+            key_stats=SimpleStats.from_avro(r["_KEY_STATS"]),
+            value_stats=SimpleStats.from_avro(r["_VALUE_STATS"]),
+            min_sequence_number=r["_MIN_SEQUENCE_NUMBER"],
+            max_sequence_number=r["_MAX_SEQUENCE_NUMBER"],
+            schema_id=r["_SCHEMA_ID"],
+            level=r["_LEVEL"],
+            extra_files=tuple(r.get("_EXTRA_FILES") or ()),
+            creation_time=created,
+            delete_row_count=r.get("_DELETE_ROW_COUNT"),
+            embedded_index=r.get("_EMBEDDED_FILE_INDEX"),
+            file_source=r.get("_FILE_SOURCE"),
+            value_stats_cols=_opt_tuple(r.get("_VALUE_STATS_COLS")),
+            external_path=r.get("_EXTERNAL_PATH"),
+            first_row_id=r.get("_FIRST_ROW_ID"),
+            write_cols=_opt_tuple(r.get("_WRITE_COLS")),
+            write_cols_sequences=_opt_tuple(r.get("_WRITE_COLS_SEQUENCES")),
+        )
+
+
+def _opt_list(values: tuple[Any, ...] | None) -> list[Any] | None:
+    return list(values) if values is not None else None
+
+
+def _opt_tuple(values: list[Any] | None) -> tuple[Any, ...] | None:
+    return tuple(values) if values is not None else None
+
+
+def _nullable(avro_type: Any) -> dict[str, Any]:
+    return {"type": ["null", avro_type], "default": None}
+
+
+_STRINGS = {"type": "array", "items": "string"}
+
+AVRO_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "record__FILE",
+    "fields": [
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_ROW_COUNT", "type": "long"},
+        {"name": "_MIN_KEY", "type": "bytes"},
+        {"name": "_MAX_KEY", "type": "bytes"},
+        {"name": "_KEY_STATS", "type": S.avro_schema("record__FILE__KEY_STATS")},
+        {"name": "_VALUE_STATS", "type": S.avro_schema("record__FILE__VALUE_STATS")},
+        {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
+        {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
+        {"name": "_SCHEMA_ID", "type": "long"},
+        {"name": "_LEVEL", "type": "int"},
+        {"name": "_EXTRA_FILES", "type": _STRINGS},
+        {"name": "_CREATION_TIME",
+         **_nullable({"type": "long", "logicalType": "timestamp-millis"})},
+        {"name": "_DELETE_ROW_COUNT", **_nullable("long")},
+        {"name": "_EMBEDDED_FILE_INDEX", **_nullable("bytes")},
+        {"name": "_FILE_SOURCE", **_nullable("int")},
+        {"name": "_VALUE_STATS_COLS", **_nullable(_STRINGS)},
+        {"name": "_EXTERNAL_PATH", **_nullable("string")},
+        {"name": "_FIRST_ROW_ID", **_nullable("long")},
+        {"name": "_WRITE_COLS", **_nullable(_STRINGS)},
+        {"name": "_WRITE_COLS_SEQUENCES", **_nullable({"type": "array", "items": "long"})},
+    ],
+}

@@ -1,0 +1,48 @@
+"""JSON in the layout Paimon's Java writer produces (Jackson's default pretty printer).
+
+Readers only need valid JSON, but writing the same bytes as Paimon keeps metadata
+files diffable across engines: two-space indent, ``"key" : value``, arrays inline
+as ``[ a, b ]``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def dumps(value: Any) -> str:
+    parts: list[str] = []
+    _write(value, 0, parts)
+    return "".join(parts)
+
+
+def _write(value: Any, depth: int, out: list[str]) -> None:
+    if isinstance(value, dict):
+        if not value:
+            out.append("{ }")
+            return
+        pad = "  " * (depth + 1)
+        out.append("{\n")
+        for i, (key, item) in enumerate(value.items()):
+            if i:
+                out.append(",\n")
+            out.append(f"{pad}{json.dumps(key)} : ")
+            _write(item, depth + 1, out)
+        out.append("\n" + "  " * depth + "}")
+    elif isinstance(value, list | tuple):
+        if not value:
+            out.append("[ ]")
+            return
+        out.append("[ ")
+        for i, item in enumerate(value):
+            if i:
+                out.append(", ")
+            _write(item, depth, out)
+        out.append(" ]")
+    else:
+        out.append(json.dumps(value, ensure_ascii=False))
+
+
+def loads(text: str | bytes) -> Any:
+    return json.loads(text)

@@ -1,0 +1,119 @@
+"""Snapshot files: the JSON that makes one version of a table visible."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from shoal.errors import CorruptMetadataError
+from shoal.spec import jsonfmt
+
+SNAPSHOT_VERSION = 3
+BATCH_COMMIT_IDENTIFIER = 2**63 - 1
+
+COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE")
+
+# (attribute, JSON name, required) in the order Paimon writes them. Optional fields are
+# omitted when None, as Paimon's NON_NULL annotation does.
+_FIELDS: tuple[tuple[str, str, bool], ...] = (
+    ("version", "version", True),
+    ("uuid", "uuid", False),
+    ("id", "id", True),
+    ("schema_id", "schemaId", True),
+    ("base_manifest_list", "baseManifestList", True),
+    ("base_manifest_list_size", "baseManifestListSize", False),
+    ("delta_manifest_list", "deltaManifestList", True),
+    ("delta_manifest_list_size", "deltaManifestListSize", False),
+    ("changelog_manifest_list", "changelogManifestList", False),
+    ("changelog_manifest_list_size", "changelogManifestListSize", False),
+    ("index_manifest", "indexManifest", False),
+    ("commit_user", "commitUser", True),
+    ("writer_version", "writerVersion", False),
+    ("commit_identifier", "commitIdentifier", True),
+    ("commit_kind", "commitKind", True),
+    ("time_millis", "timeMillis", True),
+    ("total_record_count", "totalRecordCount", True),
+    ("delta_record_count", "deltaRecordCount", True),
+    ("changelog_record_count", "changelogRecordCount", False),
+    ("watermark", "watermark", False),
+    ("statistics", "statistics", False),
+    ("properties", "properties", False),
+    ("next_row_id", "nextRowId", False),
+    ("operation", "operation", False),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One committed version of a table.
+
+    The first eight fields are shoal's public view of a snapshot; the rest are the
+    format's bookkeeping (manifest lists, commit user and identifier).
+    """
+
+    id: int
+    schema_id: int
+    commit_kind: str
+    time_millis: int
+    total_record_count: int
+    delta_record_count: int
+    watermark: int | None = None
+    properties: dict[str, str] | None = field(default=None, compare=False)
+    base_manifest_list: str = ""
+    delta_manifest_list: str = ""
+    commit_user: str = ""
+    commit_identifier: int = BATCH_COMMIT_IDENTIFIER
+    version: int = SNAPSHOT_VERSION
+    uuid: str | None = None
+    base_manifest_list_size: int | None = None
+    delta_manifest_list_size: int | None = None
+    changelog_manifest_list: str | None = None
+    changelog_manifest_list_size: int | None = None
+    index_manifest: str | None = None
+    writer_version: str | None = None
+    changelog_record_count: int | None = None
+    statistics: str | None = None
+    next_row_id: int | None = None
+    operation: str | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for attr, name, required in _FIELDS:
+            value = getattr(self, attr)
+            if value is not None or required:
+                out[name] = value
+        return out
+
+    def to_json(self) -> str:
+        return jsonfmt.dumps(self.to_json_dict())
+
+    @staticmethod
+    def from_json_dict(data: dict[str, Any], path: str) -> Snapshot:
+        """Parse snapshot JSON; unknown fields are ignored, as Paimon's readers do."""
+        values: dict[str, Any] = {}
+        for attr, name, required in _FIELDS:
+            if name in data:
+                values[attr] = data[name]
+            elif required:
+                raise CorruptMetadataError(path, f"required field {name!r} is missing")
+        version = values.get("version")
+        if not isinstance(version, int) or version > SNAPSHOT_VERSION:
+            raise CorruptMetadataError(
+                path, f"snapshot format version {version!r} is not one shoal reads (1..3)"
+            )
+        if values["commit_kind"] not in COMMIT_KINDS:
+            raise CorruptMetadataError(path, f"unknown commit kind {values['commit_kind']!r}")
+        return Snapshot(**values)
+
+    @staticmethod
+    def from_json(text: str | bytes, path: str) -> Snapshot:
+        try:
+            data = jsonfmt.loads(text)
+        except ValueError as exc:
+            raise CorruptMetadataError(path, f"not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise CorruptMetadataError(path, "not a JSON object")
+        try:
+            return Snapshot.from_json_dict(data, path)
+        except TypeError as exc:
+            raise CorruptMetadataError(path, f"unexpected field value ({exc})") from None

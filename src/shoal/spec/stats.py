@@ -1,0 +1,65 @@
+"""SimpleStats: per-column min, max and null count, the min/max as BinaryRows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.spec import binary_row
+from shoal.spec import types as T
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleStats:
+    """Statistics of some columns; ``null_counts`` may hold None for an unknown count."""
+
+    min_values: bytes
+    max_values: bytes
+    null_counts: tuple[int | None, ...] | None
+
+    @staticmethod
+    def of(
+        mins: Sequence[Any], maxs: Sequence[Any], null_counts: Sequence[int | None],
+        types: Sequence[T.DataType],
+    ) -> SimpleStats:
+        return SimpleStats(
+            binary_row.serialize(mins, types),
+            binary_row.serialize(maxs, types),
+            tuple(null_counts),
+        )
+
+    def to_avro(self) -> dict[str, Any]:
+        return {
+            "_MIN_VALUES": self.min_values,
+            "_MAX_VALUES": self.max_values,
+            "_NULL_COUNTS": list(self.null_counts) if self.null_counts is not None else None,
+        }
+
+    @staticmethod
+    def from_avro(record: dict[str, Any]) -> SimpleStats:
+        counts = record.get("_NULL_COUNTS")
+        return SimpleStats(
+            record["_MIN_VALUES"],
+            record["_MAX_VALUES"],
+            tuple(counts) if counts is not None else None,
+        )
+
+
+EMPTY_STATS = SimpleStats(binary_row.EMPTY_ROW, binary_row.EMPTY_ROW, ())
+
+
+def avro_schema(name: str) -> dict[str, Any]:
+    return {
+        "type": "record",
+        "name": name,
+        "fields": [
+            {"name": "_MIN_VALUES", "type": "bytes"},
+            {"name": "_MAX_VALUES", "type": "bytes"},
+            {
+                "name": "_NULL_COUNTS",
+                "type": ["null", {"type": "array", "items": ["null", "long"]}],
+                "default": None,
+            },
+        ],
+    }

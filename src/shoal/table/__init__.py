@@ -1,0 +1,1 @@
+"""Tables: metadata managers, commit, scan planning, readers and writers."""

@@ -1,0 +1,188 @@
+"""The committer: turns writers' commit messages into the next snapshot.
+
+One attempt reads the latest snapshot, plans DELETE entries for an overwrite,
+checks that every file it deletes is still live, writes the delta manifest, carries
+the previous base and delta manifests into a new (merged) base list, and publishes
+``snapshot-(N+1)`` by atomic create. If another writer took that id first, the
+attempt's own manifests are removed and the commit re-plans against the new latest
+snapshot, up to ``commit.max-retries`` times. Data files are never deleted here:
+after a failed commit they may still be referenced, so orphan cleanup owns them.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from shoal import options as O
+from shoal.errors import CommitConflictError
+from shoal.spec import manifest as M
+from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
+from shoal.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from shoal.table.manifest_merge import merge_manifests
+from shoal.table.scan import live_entries, read_manifest_metas
+from shoal.table.write import CommitMessage
+
+if TYPE_CHECKING:
+    from shoal.table.store import FileStore
+
+logger = logging.getLogger(__name__)
+
+# An overwrite target: every partition, or the partitions a predicate accepts.
+OverwriteScope = Callable[[bytes], bool]
+WHOLE_TABLE: OverwriteScope = lambda _partition: True  # noqa: E731
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    snapshot: Snapshot
+    written: list[str]
+
+
+class FileStoreCommit:
+    """Commits for one table; ``commit_user`` identifies the writer in snapshots."""
+
+    def __init__(self, store: FileStore, commit_user: str | None = None) -> None:
+        self.store = store
+        self.commit_user = commit_user or str(uuid.uuid4())
+
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        *,
+        kind: str = "APPEND",
+        overwrite: OverwriteScope | None = None,
+        properties: Mapping[str, str] | None = None,
+        watermark: int | None = None,
+        allow_empty: bool = False,
+    ) -> Snapshot | None:
+        """Publish one snapshot holding ``messages``; None when there was nothing to commit.
+
+        Raises:
+            CommitConflictError: a file to delete is gone, or every retry lost its race.
+        """
+        changes = _entries_of(messages)
+        if not changes and overwrite is None and not allow_empty:
+            return None
+        max_retries = self.store.options.get(O.COMMIT_MAX_RETRIES)
+        for attempt in range(max_retries + 1):
+            latest = self.store.snapshots.latest()
+            entries = list(changes)
+            if overwrite is not None:
+                entries = self._overwrite_deletes(latest, overwrite) + [
+                    e for e in entries if e.kind == M.KIND_ADD
+                ]
+            self._check_deletes(latest, [e for e in changes if e.kind == M.KIND_DELETE])
+            result = self._try_once(
+                latest, entries, "OVERWRITE" if overwrite is not None else kind,
+                properties, watermark,
+            )
+            if self.store.snapshots.try_publish(result.snapshot):
+                logger.debug("committed snapshot %d", result.snapshot.id)
+                return result.snapshot
+            self.store.manifests.delete_uncommitted(result.written)
+            logger.debug("snapshot id %d was taken; retrying", result.snapshot.id)
+            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+        raise CommitConflictError(
+            f"commit lost the race for a snapshot id {max_retries + 1} times against "
+            "concurrent writers; retry the operation or raise 'commit.max-retries'"
+        )
+
+    def _overwrite_deletes(
+        self, latest: Snapshot | None, scope: OverwriteScope
+    ) -> list[ManifestEntry]:
+        if latest is None:
+            return []
+        return [
+            e.with_kind(M.KIND_DELETE)
+            for e in live_entries(self.store, latest, partition_filter=scope)
+        ]
+
+    def _check_deletes(self, latest: Snapshot | None, deletes: list[ManifestEntry]) -> None:
+        """Every file a commit deletes must still be live: a concurrent compaction or
+        overwrite may have removed it, and deleting it twice would corrupt the table."""
+        if not deletes:
+            return
+        partitions = {e.partition for e in deletes}
+        live = set()
+        if latest is not None:
+            live = {
+                e.identifier()
+                for e in live_entries(self.store, latest, partition_filter=partitions.__contains__)
+            }
+        for entry in deletes:
+            if entry.with_kind(M.KIND_ADD).identifier() not in live:
+                raise CommitConflictError(
+                    f"file {entry.file.file_name} was removed by a concurrent commit; "
+                    "re-plan the operation against the latest snapshot"
+                )
+
+    def _try_once(
+        self,
+        latest: Snapshot | None,
+        entries: list[ManifestEntry],
+        kind: str,
+        properties: Mapping[str, str] | None,
+        watermark: int | None,
+    ) -> _Attempt:
+        store = self.store
+        written: list[str] = []
+        delta_metas = store.manifests.write_manifests(entries)
+        written.extend(m.file_name for m in delta_metas)
+        previous: list[ManifestFileMeta] = (
+            read_manifest_metas(store, latest) if latest is not None else []
+        )
+        merged = merge_manifests(
+            store.manifests,
+            previous,
+            target_size=store.options.get(O.MANIFEST_TARGET_FILE_SIZE),
+            min_count=store.options.get(O.MANIFEST_MERGE_MIN_COUNT),
+            full_compaction_size=store.options.get(O.MANIFEST_FULL_COMPACTION_SIZE),
+        )
+        written.extend(merged.written)
+        base_name, base_size = store.manifests.write_list(merged.metas)
+        delta_name, delta_size = store.manifests.write_list(delta_metas)
+        written.extend([base_name, delta_name])
+        delta_records = sum(
+            e.file.row_count if e.kind == M.KIND_ADD else -e.file.row_count for e in entries
+        )
+        previous_total = latest.total_record_count if latest is not None else 0
+        if latest is not None and latest.watermark is not None:
+            watermark = latest.watermark if watermark is None else max(watermark, latest.watermark)
+        snapshot = Snapshot(
+            id=latest.id + 1 if latest is not None else 1,
+            schema_id=store.schema.id,
+            commit_kind=kind,
+            time_millis=int(time.time() * 1000),
+            total_record_count=previous_total + delta_records,
+            delta_record_count=delta_records,
+            watermark=watermark,
+            properties=dict(properties) if properties else None,
+            base_manifest_list=base_name,
+            delta_manifest_list=delta_name,
+            commit_user=self.commit_user,
+            commit_identifier=BATCH_COMMIT_IDENTIFIER,
+            base_manifest_list_size=base_size,
+            delta_manifest_list_size=delta_size,
+        )
+        return _Attempt(snapshot, written)
+
+
+def _entries_of(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
+    entries: list[ManifestEntry] = []
+    for m in messages:
+        entries.extend(
+            ManifestEntry(M.KIND_DELETE, m.partition, m.bucket, m.total_buckets, f)
+            for f in m.deleted_files
+        )
+        entries.extend(
+            ManifestEntry(M.KIND_ADD, m.partition, m.bucket, m.total_buckets, f)
+            for f in m.new_files
+        )
+    return entries
+

@@ -1,0 +1,187 @@
+"""Reading and writing manifest files and manifest lists.
+
+Manifest files never change once written, so decoded ones are cached (bounded by
+entry count): planning the next snapshot re-reads only manifests it has not seen.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from shoal.errors import CorruptMetadataError
+from shoal.io import FileIO, parallel_map
+from shoal.spec import manifest as M
+from shoal.spec import types as T
+from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
+from shoal.spec.stats import SimpleStats
+from shoal.table.paths import PathFactory
+
+_CACHE_MAX_ENTRIES = 2_000_000
+
+
+class _EntryCache:
+    """LRU of decoded manifests, bounded by their total number of entries."""
+
+    def __init__(self, max_entries: int) -> None:
+        self._max = max_entries
+        self._size = 0
+        self._items: OrderedDict[str, list[ManifestEntry]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> list[ManifestEntry] | None:
+        with self._lock:
+            entries = self._items.get(name)
+            if entries is not None:
+                self._items.move_to_end(name)
+            return entries
+
+    def put(self, name: str, entries: list[ManifestEntry]) -> None:
+        with self._lock:
+            if name in self._items or len(entries) > self._max:
+                return
+            self._items[name] = entries
+            self._size += len(entries)
+            while self._size > self._max:
+                _, dropped = self._items.popitem(last=False)
+                self._size -= len(dropped)
+
+
+class ManifestStore:
+    """Manifest I/O for one table: decoding with errors that name the file, and
+    writing with rolling at the target size and partition statistics."""
+
+    def __init__(
+        self,
+        file_io: FileIO,
+        paths: PathFactory,
+        partition_types: Sequence[T.DataType],
+        decode_partition: Callable[[bytes], tuple[Any, ...]],
+        *,
+        compression: str = "zstd",
+        target_size: int = 8 << 20,
+    ) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self.partition_types = list(partition_types)
+        self._decode_partition = decode_partition
+        self.compression = compression
+        self.target_size = target_size
+        self._entries = _EntryCache(_CACHE_MAX_ENTRIES)
+        self._lists: dict[str, list[ManifestFileMeta]] = {}
+
+    # --- reading -----------------------------------------------------------------------------
+    def _read(self, name: str) -> bytes:
+        path = self.paths.manifest_path(name)
+        try:
+            return self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            raise CorruptMetadataError(path, "the file is missing") from None
+
+    def read_list(self, name: str) -> list[ManifestFileMeta]:
+        cached = self._lists.get(name)
+        if cached is not None:
+            return cached
+        data = self._read(name)
+        try:
+            metas = M.decode_manifest_list(data)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptMetadataError(self.paths.manifest_path(name), str(exc)) from None
+        self._lists[name] = metas
+        return metas
+
+    def read_manifest(self, name: str) -> list[ManifestEntry]:
+        cached = self._entries.get(name)
+        if cached is not None:
+            return cached
+        data = self._read(name)
+        try:
+            entries = M.decode_manifest(data)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptMetadataError(self.paths.manifest_path(name), str(exc)) from None
+        self._entries.put(name, entries)
+        return entries
+
+    def read_manifests(self, metas: Sequence[ManifestFileMeta]) -> list[list[ManifestEntry]]:
+        """Entries of several manifests, read in parallel, in the order given."""
+        return parallel_map(lambda m: self.read_manifest(m.file_name), metas)
+
+    # --- writing -----------------------------------------------------------------------------
+    def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
+        """Write ``entries`` into manifest files of about the target size each."""
+        if not entries:
+            return []
+        data = M.encode_manifest(entries, self.compression)
+        if len(data) <= self.target_size or len(entries) == 1:
+            return [self._write_one(entries, data)]
+        parts = math.ceil(len(data) / self.target_size)
+        step = math.ceil(len(entries) / parts)
+        chunks = [entries[i:i + step] for i in range(0, len(entries), step)]
+        return parallel_map(
+            lambda chunk: self._write_one(chunk, M.encode_manifest(chunk, self.compression)),
+            chunks,
+        )
+
+    def _write_one(self, entries: Sequence[ManifestEntry], data: bytes) -> ManifestFileMeta:
+        name = self.paths.new_manifest_name()
+        self.file_io.write_bytes(self.paths.manifest_path(name), data)
+        meta = self._describe(name, len(data), entries)
+        self._entries.put(name, list(entries))
+        return meta
+
+    def _describe(
+        self, name: str, size: int, entries: Sequence[ManifestEntry]
+    ) -> ManifestFileMeta:
+        added = sum(1 for e in entries if e.kind == M.KIND_ADD)
+        buckets = [e.bucket for e in entries]
+        levels = [e.file.level for e in entries]
+        schema_id = max(e.file.schema_id for e in entries)
+        return ManifestFileMeta(
+            file_name=name,
+            file_size=size,
+            num_added_files=added,
+            num_deleted_files=len(entries) - added,
+            partition_stats=self.partition_stats(e.partition for e in entries),
+            schema_id=schema_id,
+            min_bucket=min(buckets),
+            max_bucket=max(buckets),
+            min_level=min(levels),
+            max_level=max(levels),
+        )
+
+    def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
+        """Min, max and null count of each partition field over ``partitions``."""
+        arity = len(self.partition_types)
+        mins: list[Any] = [None] * arity
+        maxs: list[Any] = [None] * arity
+        nulls = [0] * arity
+        for data, count in Counter(partitions).items():
+            for i, value in enumerate(self._decode_partition(data)):
+                if value is None:
+                    nulls[i] += count
+                    continue
+                if mins[i] is None or value < mins[i]:
+                    mins[i] = value
+                if maxs[i] is None or value > maxs[i]:
+                    maxs[i] = value
+        return SimpleStats.of(mins, maxs, nulls, self.partition_types)
+
+    def write_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
+        """Write a manifest list; returns its name and size."""
+        name = self.paths.new_manifest_list_name()
+        data = M.encode_manifest_list(metas, self.compression)
+        self.file_io.write_bytes(self.paths.manifest_path(name), data)
+        self._lists[name] = list(metas)
+        return name, len(data)
+
+    def delete_uncommitted(self, names: Iterable[str]) -> None:
+        """Remove manifests this writer wrote for a commit attempt that lost its race.
+
+        Only files created by the failed attempt itself are passed here: no snapshot
+        can reference them, so deleting them is the writer cleaning up after itself.
+        """
+        for name in names:
+            self.file_io.delete(self.paths.manifest_path(name))

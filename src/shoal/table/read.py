@@ -1,0 +1,82 @@
+"""Reading splits of append tables into Arrow.
+
+All files of a plan are read as one ``pyarrow.dataset`` with the table's schema
+given up front (no per-file schema inference), so reading is Arrow's own parallel
+Parquet scan; the row filter is pushed into it and applied exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from shoal.io import FileIO
+from shoal.table import predicate as P
+from shoal.table.scan import DataSplit
+
+_FORMAT = ds.ParquetFileFormat()
+
+
+def _dataset(file_io: FileIO, splits: Sequence[DataSplit], schema: pa.Schema) -> ds.Dataset:
+    paths = [p for split in splits for p in split.file_paths]
+    return ds.dataset(paths, schema=schema, format=_FORMAT, filesystem=file_io.fs)
+
+
+def read_table(
+    file_io: FileIO,
+    splits: Sequence[DataSplit],
+    schema: pa.Schema,
+    columns: Sequence[str] | None,
+    dnf: P.Dnf | None,
+) -> pa.Table:
+    """Every matching row of ``splits`` as one table with ``columns`` of ``schema``."""
+    projected = _project(schema, columns)
+    if not splits:
+        return projected.empty_table()
+    table = _dataset(file_io, splits, schema).to_table(
+        columns=list(projected.names),
+        filter=P.to_expression(dnf) if dnf is not None else None,
+    )
+    return _exact(table, projected)
+
+
+def read_batches(
+    file_io: FileIO,
+    splits: Sequence[DataSplit],
+    schema: pa.Schema,
+    columns: Sequence[str] | None,
+    dnf: P.Dnf | None,
+    batch_size: int = 131_072,
+) -> Iterator[pa.RecordBatch]:
+    """Matching rows as a stream of batches; memory stays bounded by Arrow's read-ahead."""
+    projected = _project(schema, columns)
+    if not splits:
+        return
+    scanner = _dataset(file_io, splits, schema).scanner(
+        columns=list(projected.names),
+        filter=P.to_expression(dnf) if dnf is not None else None,
+        batch_size=batch_size,
+    )
+    for batch in scanner.to_batches():
+        if batch.num_rows:
+            yield _exact_batch(batch, projected)
+
+
+def _project(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
+    if columns is None:
+        return schema
+    return pa.schema([schema.field(c) for c in columns])
+
+
+def _exact(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    if table.schema.equals(schema):
+        return table
+    return table.cast(schema)
+
+
+def _exact_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.equals(schema):
+        return batch
+    return batch.cast(schema)

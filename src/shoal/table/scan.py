@@ -1,0 +1,215 @@
+"""Scan planning: from a snapshot to the live data files a query must read, grouped
+into splits.
+
+Planning reads the snapshot's base and delta manifest lists, skips manifests whose
+partition statistics rule out the filter, reads the rest in parallel, cancels
+DELETE entries against their ADDs, then prunes files by partition value and by
+column statistics. Splits are picklable units of work for distributed readers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from shoal import options as O
+from shoal.spec import binary_row
+from shoal.spec import manifest as M
+from shoal.spec import types as T
+from shoal.spec.data_file import DataFileMeta
+from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
+from shoal.spec.snapshot import Snapshot
+from shoal.table import predicate as P
+
+if TYPE_CHECKING:
+    from shoal.table.store import FileStore
+
+PartitionFilter = Callable[[bytes], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class DataSplit:
+    """Files of one bucket of one partition, read together.
+
+    ``table_uri`` and the file paths are all a worker needs to read the split.
+    """
+
+    table_uri: str
+    snapshot_id: int
+    partition: dict[str, Any]
+    bucket: int
+    bucket_path: str
+    files: tuple[DataFileMeta, ...]
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+    @property
+    def file_paths(self) -> list[str]:
+        return [f.external_path or f"{self.bucket_path}/{f.file_name}" for f in self.files]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+
+def read_manifest_metas(store: FileStore, snapshot: Snapshot) -> list[ManifestFileMeta]:
+    """The manifests of a snapshot: base list, then delta list (their order matters)."""
+    return [
+        *store.manifests.read_list(snapshot.base_manifest_list),
+        *store.manifests.read_list(snapshot.delta_manifest_list),
+    ]
+
+
+def live_entries(
+    store: FileStore,
+    snapshot: Snapshot,
+    dnf: P.Dnf | None = None,
+    partition_filter: PartitionFilter | None = None,
+) -> list[ManifestEntry]:
+    """The ADD entries live in ``snapshot`` that may hold rows matching ``dnf``."""
+    partition_keys = set(store.schema.partition_keys)
+    partition_dnf = _restrict(dnf, partition_keys)
+    metas = [
+        m for m in read_manifest_metas(store, snapshot)
+        if _manifest_may_match(store, m, partition_dnf)
+    ]
+    merged = M.merge_entries(e for part in store.manifests.read_manifests(metas) for e in part)
+    out = []
+    keep_partition = _partition_pruner(store, partition_dnf, partition_filter)
+    file_pruner = _file_pruner(store, dnf, partition_keys)
+    for entry in merged:
+        if entry.kind != M.KIND_ADD or not keep_partition(entry.partition):
+            continue
+        if file_pruner is None or file_pruner(entry.file):
+            out.append(entry)
+    return out
+
+
+def _restrict(dnf: P.Dnf | None, columns: set[str]) -> P.Dnf | None:
+    """The part of ``dnf`` that only partition values decide (a weaker filter)."""
+    if dnf is None:
+        return None
+    groups = tuple(tuple(t for t in group if t.column in columns) for group in dnf)
+    if any(not group for group in groups):
+        return None  # some OR branch is unconstrained by partition columns
+    return groups
+
+
+def _manifest_may_match(store: FileStore, meta: ManifestFileMeta, dnf: P.Dnf | None) -> bool:
+    if dnf is None:
+        return True
+    types = store.schema.partition_types()
+    stats = meta.partition_stats
+    try:
+        mins = binary_row.deserialize(stats.min_values, types)
+        maxs = binary_row.deserialize(stats.max_values, types)
+    except ValueError:
+        return True
+    nulls = stats.null_counts or ()
+    count = meta.num_added_files + meta.num_deleted_files
+    index = {k: i for i, k in enumerate(store.schema.partition_keys)}
+
+    def lookup(column: str) -> P.ColumnStats | None:
+        i = index.get(column)
+        if i is None:
+            return None
+        null_count = nulls[i] if i < len(nulls) else None
+        return P.ColumnStats(mins[i], maxs[i], null_count, count)
+
+    return P.may_match(dnf, lookup)
+
+
+def _partition_pruner(
+    store: FileStore, dnf: P.Dnf | None, partition_filter: PartitionFilter | None
+) -> PartitionFilter:
+    keys = store.schema.partition_keys
+    verdicts: dict[bytes, bool] = {}
+
+    def keep(partition: bytes) -> bool:
+        verdict = verdicts.get(partition)
+        if verdict is None:
+            verdict = partition_filter(partition) if partition_filter is not None else True
+            if verdict and dnf is not None:
+                values = dict(zip(keys, store.partitions.decode(partition), strict=True))
+                verdict = P.may_match(dnf, lambda c: P.exact_stats(values[c]))
+            verdicts[partition] = verdict
+        return verdict
+
+    return keep
+
+
+def _file_pruner(
+    store: FileStore, dnf: P.Dnf | None, partition_keys: set[str]
+) -> Callable[[DataFileMeta], bool] | None:
+    if dnf is None or P.columns_of(dnf) <= partition_keys:
+        return None
+    layouts: dict[tuple[int, tuple[str, ...] | None], tuple[list[str], list[T.DataType]]] = {}
+
+    def layout(f: DataFileMeta) -> tuple[list[str], list[T.DataType]]:
+        key = (f.schema_id, f.value_stats_cols)
+        found = layouts.get(key)
+        if found is None:
+            schema = store.schema_of(f.schema_id)
+            names = list(f.value_stats_cols) if f.value_stats_cols is not None \
+                else schema.field_names
+            types = [schema.field(n).type for n in names]
+            found = layouts[key] = (names, types)
+        return found
+
+    def keep(f: DataFileMeta) -> bool:
+        names, types = layout(f)
+        if not names:
+            return True
+        try:
+            mins = binary_row.deserialize(f.value_stats.min_values, types)
+            maxs = binary_row.deserialize(f.value_stats.max_values, types)
+        except ValueError:
+            return True
+        nulls = f.value_stats.null_counts or ()
+        index = {n: i for i, n in enumerate(names)}
+
+        def lookup(column: str) -> P.ColumnStats | None:
+            i = index.get(column)
+            if i is None:
+                return None
+            null_count = nulls[i] if i < len(nulls) else None
+            return P.ColumnStats(mins[i], maxs[i], null_count, f.row_count)
+
+        return P.may_match(dnf, lookup)
+
+    return keep
+
+
+def make_splits(
+    store: FileStore, snapshot_id: int, entries: Sequence[ManifestEntry]
+) -> list[DataSplit]:
+    """Pack each bucket's files, in sequence order, into splits of about the target size."""
+    target = store.options.get(O.SPLIT_TARGET_SIZE)
+    open_cost = store.options.get(O.SPLIT_OPEN_FILE_COST)
+    by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
+    for entry in entries:
+        by_bucket[(entry.partition, entry.bucket)].append(entry.file)
+    splits = []
+    for (partition, bucket), files in by_bucket.items():
+        files.sort(key=lambda f: (f.min_sequence_number, f.file_name))
+        bucket_path = store.paths.bucket_dir(store.partitions.path(partition), bucket)
+        values = store.partitions.to_dict(partition)
+        pack: list[DataFileMeta] = []
+        weight = 0
+        for f in files:
+            cost = max(f.file_size, open_cost)
+            if pack and weight + cost > target:
+                splits.append(DataSplit(
+                    store.uri, snapshot_id, values, bucket, bucket_path, tuple(pack)
+                ))
+                pack, weight = [], 0
+            pack.append(f)
+            weight += cost
+        if pack:
+            splits.append(DataSplit(store.uri, snapshot_id, values, bucket, bucket_path,
+                                    tuple(pack)))
+    return splits

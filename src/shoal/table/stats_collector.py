@@ -1,0 +1,128 @@
+"""Column statistics of a data file, collected from the Arrow data as it is written.
+
+``metadata.stats-mode`` picks what is kept: ``none``, ``counts`` (null counts only),
+``full``, or ``truncate(N)`` (the default, N = 16): string and binary bounds cut to
+N characters, the upper bound then raised by one in its last character so it still
+bounds every value (and dropped if that is impossible).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from shoal.errors import InvalidOptionError
+from shoal.spec import types as T
+from shoal.spec.stats import EMPTY_STATS, SimpleStats
+
+_TRUNCATE = re.compile(r"^truncate\((\d+)\)$")
+_EPOCH = datetime(1970, 1, 1)
+
+
+def parse_stats_mode(mode: str) -> tuple[str, int | None]:
+    lowered = mode.strip().lower()
+    if lowered in ("none", "counts", "full"):
+        return lowered, None
+    match = _TRUNCATE.match(lowered)
+    if match:
+        return "truncate", int(match.group(1))
+    raise InvalidOptionError(
+        "metadata.stats-mode", mode, "use none, counts, full or truncate(N)"
+    )
+
+
+class StatsCollector:
+    """Accumulates min, max and null count of each column over the batches of one file."""
+
+    def __init__(self, fields: Sequence[T.DataField], mode: str) -> None:
+        self.fields = list(fields)
+        self.mode, self.truncate_to = parse_stats_mode(mode)
+        n = len(self.fields)
+        self._mins: list[Any] = [None] * n
+        self._maxs: list[Any] = [None] * n
+        self._nulls = [0] * n
+
+    def update(self, table: pa.Table) -> None:
+        if self.mode == "none":
+            return
+        for i, f in enumerate(self.fields):
+            column = table.column(i)
+            self._nulls[i] += column.null_count
+            if self.mode == "counts" or not isinstance(f.type, T.AtomicType):
+                continue
+            if column.null_count == len(column):
+                continue
+            low, high = _min_max(column, f.type)
+            if low is not None and (self._mins[i] is None or low < self._mins[i]):
+                self._mins[i] = low
+            if high is not None and (self._maxs[i] is None or high > self._maxs[i]):
+                self._maxs[i] = high
+
+    def result(self) -> tuple[SimpleStats, tuple[str, ...] | None]:
+        """The file's value statistics and ``_VALUE_STATS_COLS`` (None: all columns)."""
+        if self.mode == "none":
+            return EMPTY_STATS, ()
+        mins, maxs = list(self._mins), list(self._maxs)
+        if self.truncate_to is not None:
+            for i, f in enumerate(self.fields):
+                if isinstance(f.type, T.AtomicType) and f.type.root in _VARLEN:
+                    mins[i] = _truncate_low(mins[i], self.truncate_to)
+                    maxs[i] = _truncate_high(maxs[i], self.truncate_to)
+        types = [f.type for f in self.fields]
+        return SimpleStats.of(mins, maxs, self._nulls, types), None
+
+
+_VARLEN = (T.VARCHAR, T.CHAR, T.BINARY, T.VARBINARY)
+
+
+def _min_max(column: pa.ChunkedArray, t: T.AtomicType) -> tuple[Any, Any]:
+    if t.root in (T.TIMESTAMP, T.TIMESTAMP_LTZ):
+        return _timestamp_min_max(column, t.root == T.TIMESTAMP_LTZ)
+    if t.root in (T.FLOAT, T.DOUBLE):
+        column = pc.filter(column, pc.invert(pc.is_nan(column)))
+        if len(column) == 0:
+            return None, None
+    result = pc.min_max(column)
+    return result["min"].as_py(), result["max"].as_py()
+
+
+def _timestamp_min_max(column: pa.ChunkedArray, utc: bool) -> tuple[Any, Any]:
+    # Exact to the microsecond: the lower bound rounds down, the upper bound up.
+    unit = column.type.unit
+    per_micro = {"s": None, "ms": None, "us": 1, "ns": 1000}[unit]
+    raw = pc.min_max(pc.cast(column, pa.int64()))
+    low, high = raw["min"].as_py(), raw["max"].as_py()
+    if per_micro is None:
+        scale = 1_000_000 if unit == "s" else 1000
+        low_us, high_us = low * scale, high * scale
+    else:
+        low_us, high_us = low // per_micro, -((-high) // per_micro)
+    base = datetime(1970, 1, 1, tzinfo=UTC) if utc else _EPOCH
+    return base + timedelta(microseconds=low_us), base + timedelta(microseconds=high_us)
+
+
+def _truncate_low(value: Any, n: int) -> Any:
+    if value is None or len(value) <= n:
+        return value
+    return value[:n]
+
+
+def _truncate_high(value: Any, n: int) -> Any:
+    if value is None or len(value) <= n:
+        return value
+    head = value[:n]
+    if isinstance(head, str):
+        for i in range(len(head) - 1, -1, -1):
+            code = ord(head[i])
+            if code < 0x10FFFF and not 0xD7FF <= code < 0xE000:
+                return head[:i] + chr(code + 1)
+        return None
+    for i in range(len(head) - 1, -1, -1):
+        if head[i] < 0xFF:
+            return head[:i] + bytes([head[i] + 1])
+    return None

@@ -1,0 +1,88 @@
+"""FileStore: everything one table's operations share, built once per open table."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import pyarrow as pa
+
+from shoal import options as O
+from shoal.errors import UnsupportedFeatureError
+from shoal.io import FileIO
+from shoal.options import Options
+from shoal.spec import types as T
+from shoal.spec.schema import TableSchema
+from shoal.table.manifests import ManifestStore
+from shoal.table.partition import PartitionCodec
+from shoal.table.paths import PathFactory
+from shoal.table.schema_manager import SchemaManager
+from shoal.table.snapshot_manager import SnapshotManager
+
+
+class FileStore:
+    """A table's location, schema, options and metadata managers.
+
+    ``uri`` is the location as the user gave it; ``root`` is the same place in
+    FileIO's terms.
+    """
+
+    def __init__(self, file_io: FileIO, uri: str, root: str, schema: TableSchema) -> None:
+        self.file_io = file_io
+        self.uri = uri
+        self.root = root
+        self.schema = schema
+        self.options = Options(schema.options)
+        if self.options.get(O.FILE_FORMAT) != "parquet":
+            raise UnsupportedFeatureError(
+                f"table {uri!r} stores {self.options.get(O.FILE_FORMAT)} data files; shoal "
+                "reads and writes Parquet tables only"
+            )
+        self.paths = PathFactory(root, data_file_prefix=self.options.get(O.DATA_FILE_PREFIX))
+        self.snapshots = SnapshotManager(file_io, self.paths)
+        self.schemas = SchemaManager(file_io, self.paths)
+        self.partitions = PartitionCodec(schema, self.options.get(O.PARTITION_DEFAULT_NAME))
+        self.manifests = ManifestStore(
+            file_io,
+            self.paths,
+            schema.partition_types(),
+            self.partitions.decode,
+            compression=self.options.get(O.MANIFEST_COMPRESSION),
+            target_size=self.options.get(O.MANIFEST_TARGET_FILE_SIZE),
+        )
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        return self.schema.arrow_schema()
+
+    @property
+    def num_buckets(self) -> int:
+        return self.options.get(O.BUCKET)
+
+    @cached_property
+    def bucket_keys(self) -> list[str]:
+        explicit = self.options.get(O.BUCKET_KEY)
+        if explicit:
+            return [k.strip() for k in explicit.split(",") if k.strip()]
+        if self.schema.primary_keys:
+            trimmed = [k for k in self.schema.primary_keys if k not in self.schema.partition_keys]
+            return trimmed or list(self.schema.primary_keys)
+        return [f.name for f in self.schema.fields]
+
+    @cached_property
+    def bucket_key_types(self) -> list[T.DataType]:
+        return [self.schema.field(k).type for k in self.bucket_keys]
+
+    @property
+    def target_file_size(self) -> int:
+        return self.options.get(O.TARGET_FILE_SIZE)
+
+    @property
+    def file_compression(self) -> str:
+        return self.options.get(O.FILE_COMPRESSION)
+
+    @property
+    def stats_mode(self) -> str:
+        return self.options.get(O.STATS_MODE)
+
+    def schema_of(self, schema_id: int) -> TableSchema:
+        return self.schema if schema_id == self.schema.id else self.schemas.schema(schema_id)

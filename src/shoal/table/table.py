@@ -1,0 +1,275 @@
+"""The public table: writes (each one atomic commit), time-travel reads, system tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from shoal.errors import (
+    InvalidArgumentError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+    TagNotFoundError,
+    UnsupportedFeatureError,
+)
+from shoal.io import FileIO, file_io_for
+from shoal.spec.snapshot import Snapshot
+from shoal.table import predicate as P
+from shoal.table.commit import WHOLE_TABLE, FileStoreCommit
+from shoal.table.paths import PathFactory
+from shoal.table.read import read_batches, read_table
+from shoal.table.scan import DataSplit, live_entries, make_splits
+from shoal.table.schema_manager import SchemaManager
+from shoal.table.store import FileStore
+from shoal.table.system_tables import system_table
+from shoal.table.write import AppendWriter
+
+
+class Scan:
+    """A planned read of one snapshot: ``plan()`` for splits, or the rows directly."""
+
+    def __init__(
+        self,
+        store: FileStore,
+        snapshot: Snapshot | None,
+        columns: Sequence[str] | None,
+        dnf: P.Dnf | None,
+    ) -> None:
+        self._store = store
+        self.snapshot = snapshot
+        self.columns = list(columns) if columns is not None else None
+        self._dnf = dnf
+        self._splits: list[DataSplit] | None = None
+        schema = store.schema_of(snapshot.schema_id) if snapshot is not None else store.schema
+        self.schema: pa.Schema = schema.arrow_schema()
+
+    def plan(self) -> list[DataSplit]:
+        """The splits to read, each a picklable unit of work."""
+        if self._splits is None:
+            if self.snapshot is None:
+                self._splits = []
+            else:
+                entries = live_entries(self._store, self.snapshot, self._dnf)
+                self._splits = make_splits(self._store, self.snapshot.id, entries)
+        return self._splits
+
+    def to_arrow(self) -> pa.Table:
+        return read_table(self._store.file_io, self.plan(), self.schema, self.columns, self._dnf)
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        return read_batches(self._store.file_io, self.plan(), self.schema, self.columns,
+                            self._dnf)
+
+
+class Table:
+    """A Paimon-format table. Open it with ``Catalog.get_table`` or ``shoal.open_table``."""
+
+    def __init__(self, store: FileStore, name: str | None = None) -> None:
+        self._store = store
+        self.name = name
+        if store.schema.primary_keys:
+            raise UnsupportedFeatureError(
+                f"table {store.uri!r} has a primary key; this version of shoal reads and "
+                "writes append tables only"
+            )
+        self._committer = FileStoreCommit(store)
+
+    @staticmethod
+    def open(uri: str, name: str | None = None) -> Table:
+        """Open the table at ``uri`` (a path or URI). Raises TableNotFoundError."""
+        file_io, root = file_io_for(uri)
+        return Table._open(file_io, uri, root, name)
+
+    @staticmethod
+    def _open(file_io: FileIO, uri: str, root: str, name: str | None) -> Table:
+        schema = SchemaManager(file_io, PathFactory(root)).latest()
+        if schema is None:
+            raise TableNotFoundError(name or uri)
+        return Table(FileStore(file_io, uri, root, schema), name)
+
+    # --- description -------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        return self._store.uri
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._store.arrow_schema
+
+    @property
+    def partition_keys(self) -> list[str]:
+        return list(self._store.schema.partition_keys)
+
+    @property
+    def primary_keys(self) -> list[str]:
+        return list(self._store.schema.primary_keys)
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(self._store.schema.options)
+
+    def __repr__(self) -> str:
+        return f"Table({self.name or self.path!r})"
+
+    # --- snapshots ---------------------------------------------------------------------------
+    def latest_snapshot(self) -> Snapshot | None:
+        return self._store.snapshots.latest()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self._store.snapshots.snapshot(snapshot_id)
+
+    def snapshots(self) -> list[Snapshot]:
+        return list(self._store.snapshots.snapshots())
+
+    # --- writing -----------------------------------------------------------------------------
+    def _write(self, data: Any) -> list[Any]:
+        writer = AppendWriter(self._store)
+        try:
+            writer.write(data)
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.prepare_commit()
+
+    def append(self, data: Any) -> Snapshot:
+        """Add rows in one atomic commit; returns the new snapshot.
+
+        ``data`` is a pyarrow Table, RecordBatch, RecordBatchReader (streamed) or a
+        pandas DataFrame. Raises SchemaMismatchError before anything is committed.
+        """
+        snapshot = self._committer.commit(self._write(data), allow_empty=True)
+        assert snapshot is not None
+        return snapshot
+
+    def overwrite(self, data: Any, *, partition: Mapping[str, Any] | None = None) -> Snapshot:
+        """Replace the whole table, or one partition, with ``data`` in one commit.
+
+        With ``partition``, every row of ``data`` must belong to that partition.
+        """
+        codec = self._store.partitions
+        if partition is None:
+            scope = WHOLE_TABLE
+            messages = self._write(data)
+        else:
+            spec = codec.spec_values(partition, complete=False)
+            target = {k: v for k, v in spec.items()}
+
+            def scope(p: bytes) -> bool:
+                values = codec.to_dict(p)
+                return all(values[k] == v for k, v in target.items())
+
+            messages = self._write(data)
+            stray = [m for m in messages if not scope(m.partition)]
+            if stray:
+                raise InvalidArgumentError(
+                    f"overwrite of partition {dict(partition)} got rows of partition "
+                    f"{codec.to_dict(stray[0].partition)}; filter the data to that partition"
+                )
+        snapshot = self._committer.commit(messages, overwrite=scope)
+        assert snapshot is not None
+        return snapshot
+
+    def drop_partitions(self, partitions: Sequence[Mapping[str, Any]]) -> Snapshot:
+        """Remove partitions in one OVERWRITE commit of DELETE entries.
+
+        Each spec may name only some partition keys. The files stay on disk until
+        snapshot expiration finds that no retained snapshot or tag still uses them.
+        """
+        if not self._store.schema.partition_keys:
+            raise InvalidArgumentError("the table is not partitioned")
+        if not partitions:
+            raise InvalidArgumentError("drop_partitions needs at least one partition spec")
+        codec = self._store.partitions
+        specs = [codec.spec_values(p, complete=False) for p in partitions]
+
+        def scope(p: bytes) -> bool:
+            values = codec.to_dict(p)
+            return any(all(values[k] == v for k, v in s.items()) for s in specs)
+
+        snapshot = self._committer.commit([], overwrite=scope)
+        assert snapshot is not None
+        return snapshot
+
+    # --- reading -----------------------------------------------------------------------------
+    def _resolve(
+        self, snapshot_id: int | None, tag: str | None, timestamp_ms: int | None
+    ) -> Snapshot | None:
+        given = [x is not None for x in (snapshot_id, tag, timestamp_ms)]
+        if sum(given) > 1:
+            raise InvalidArgumentError("give at most one of snapshot_id, tag and timestamp_ms")
+        snapshots = self._store.snapshots
+        if snapshot_id is not None:
+            return snapshots.snapshot(snapshot_id)
+        if tag is not None:
+            return self._tag_snapshot(tag)
+        if timestamp_ms is not None:
+            found = snapshots.earlier_or_equal_time_millis(timestamp_ms)
+            if found is None:
+                raise SnapshotNotFoundError(
+                    f"no snapshot was committed at or before {timestamp_ms} ms; "
+                    "snapshots() lists the ones there are"
+                )
+            return found
+        return snapshots.latest()
+
+    def _tag_snapshot(self, tag: str) -> Snapshot:
+        path = self._store.paths.tag_path(tag)
+        if "/" in tag or not tag.strip():
+            raise TagNotFoundError(tag)
+        try:
+            data = self._store.file_io.read_bytes(path)
+        except FileNotFoundError:
+            raise TagNotFoundError(tag) from None
+        return Snapshot.from_json(data, path)
+
+    def scan(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp_ms: int | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,  # noqa: A002 - the documented keyword
+        read_optimized: bool = False,
+    ) -> Scan:
+        """Plan a read; at most one of snapshot_id, tag and timestamp_ms."""
+        snapshot = self._resolve(snapshot_id, tag, timestamp_ms)
+        schema = (
+            self._store.schema_of(snapshot.schema_id) if snapshot is not None
+            else self._store.schema
+        )
+        types = {f.name: f.type for f in schema.fields}
+        if columns is not None:
+            unknown = [c for c in columns if c not in types]
+            if unknown:
+                raise InvalidArgumentError(
+                    f"unknown columns {unknown}; the table has {list(types)}"
+                )
+        return Scan(self._store, snapshot, columns, P.parse_filter(filter, types))
+
+    def to_arrow(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp_ms: int | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,  # noqa: A002 - the documented keyword
+        read_optimized: bool = False,
+    ) -> pa.Table:
+        """Rows of the latest snapshot, or of the one chosen by time travel."""
+        return self.scan(
+            snapshot_id=snapshot_id, tag=tag, timestamp_ms=timestamp_ms, columns=columns,
+            filter=filter, read_optimized=read_optimized,
+        ).to_arrow()
+
+    def system_table(
+        self, name: str, *, snapshot_id: int | None = None, tag: str | None = None
+    ) -> pa.Table:
+        """Metadata as a table: snapshots, files, manifests, partitions, options, schemas.
+
+        ``files`` and ``manifests`` follow time travel, as Paimon's ``$files`` does.
+        """
+        return system_table(self._store, name, self._resolve(snapshot_id, tag, None))

@@ -1,0 +1,223 @@
+"""Writing data files: split rows by partition and bucket, roll files at the target
+size, and describe each file for the commit.
+
+Writers never commit and never delete: they return :class:`CommitMessage` values
+(small and picklable, so Spark tasks can send them to the driver), and the
+committer publishes them in one snapshot. Files of a write that is never committed
+are left for orphan cleanup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from shoal.spec import binary_row
+from shoal.spec.data_file import FILE_SOURCE_APPEND, DataFileMeta
+from shoal.spec.stats import EMPTY_STATS
+from shoal.table.bucket import assign_buckets
+from shoal.table.conform import conform, to_batches
+from shoal.table.stats_collector import StatsCollector
+
+if TYPE_CHECKING:
+    from shoal.table.store import FileStore
+
+_BUCKET_COLUMN = "__shoal_bucket"
+_ROW_COLUMN = "__shoal_row"
+
+
+@dataclass(frozen=True, slots=True)
+class CommitMessage:
+    """The files one writer added (and, for compaction, removed) in one bucket."""
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    new_files: tuple[DataFileMeta, ...] = ()
+    deleted_files: tuple[DataFileMeta, ...] = field(default=())
+
+
+def _now_millis() -> datetime:
+    now = datetime.now()
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+class RollingFileWriter:
+    """Parquet files of one (partition, bucket), rolled at the target file size.
+
+    The size is judged by the Arrow bytes written into the current file, so
+    compressed files come out at or below the target.
+    """
+
+    def __init__(self, store: FileStore, partition: bytes, bucket: int) -> None:
+        self.store = store
+        self.partition = partition
+        self.bucket = bucket
+        self._dir = store.paths.bucket_dir(store.partitions.path(partition), bucket)
+        self._target = store.target_file_size
+        self._files: list[DataFileMeta] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._sink: Any = None
+        self._name = ""
+        self._rows = 0
+        self._bytes = 0
+        self._stats: StatsCollector | None = None
+        self._next_sequence = 0
+
+    def write(self, table: pa.Table) -> None:
+        offset = 0
+        while offset < table.num_rows:
+            room = self._target - self._bytes
+            chunk = table.slice(offset)
+            if chunk.nbytes > room and chunk.num_rows > 1:
+                rows = max(1, int(chunk.num_rows * room / max(chunk.nbytes, 1)))
+                chunk = chunk.slice(0, rows)
+            self._append(chunk)
+            offset += chunk.num_rows
+            if self._bytes >= self._target:
+                self._roll()
+
+    def _append(self, chunk: pa.Table) -> None:
+        if self._writer is None:
+            self._name = self.store.paths.new_data_file_name()
+            self._sink = self.store.file_io.open_output_stream(f"{self._dir}/{self._name}")
+            self._writer = pq.ParquetWriter(
+                self._sink, self.store.arrow_schema,
+                compression=self.store.file_compression,
+            )
+            self._stats = StatsCollector(self.store.schema.fields, self.store.stats_mode)
+        assert self._stats is not None
+        self._writer.write_table(chunk)
+        self._stats.update(chunk)
+        self._rows += chunk.num_rows
+        self._bytes += chunk.nbytes
+
+    def _roll(self) -> None:
+        if self._writer is None:
+            return
+        assert self._stats is not None
+        self._writer.close()
+        size = self._sink.tell()
+        self._sink.close()
+        stats, stats_cols = self._stats.result()
+        first = self._next_sequence
+        self._next_sequence += self._rows
+        self._files.append(DataFileMeta(
+            file_name=self._name,
+            file_size=size,
+            row_count=self._rows,
+            min_key=binary_row.EMPTY_ROW,
+            max_key=binary_row.EMPTY_ROW,
+            key_stats=EMPTY_STATS,
+            value_stats=stats,
+            min_sequence_number=first,
+            max_sequence_number=first + self._rows - 1,
+            schema_id=self.store.schema.id,
+            level=0,
+            creation_time=_now_millis(),
+            delete_row_count=0,
+            file_source=FILE_SOURCE_APPEND,
+            value_stats_cols=stats_cols,
+        ))
+        self._writer, self._sink, self._stats = None, None, None
+        self._rows = self._bytes = 0
+
+    def close(self) -> list[DataFileMeta]:
+        self._roll()
+        return self._files
+
+    def abort(self) -> None:
+        """Close an open file without describing it (the write failed)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._sink.close()
+            self._writer = None
+
+
+class AppendWriter:
+    """Writes rows of an append table (or any table's rows, as they are) into data files."""
+
+    def __init__(self, store: FileStore) -> None:
+        self.store = store
+        self._writers: dict[tuple[bytes, int], RollingFileWriter] = {}
+
+    def write(self, data: Any) -> None:
+        """Add rows; raises SchemaMismatchError before writing anything they would break."""
+        source = to_batches(data)
+        batches: Iterable[pa.Table | pa.RecordBatch] = (
+            [source] if isinstance(source, pa.Table) else source
+        )
+        for batch in batches:
+            table = conform(batch, self.store.arrow_schema)
+            if table.num_rows:
+                for key, rows in self._split(table):
+                    writer = self._writers.get(key)
+                    if writer is None:
+                        writer = self._writers[key] = RollingFileWriter(self.store, *key)
+                    writer.write(rows)
+
+    def _split(self, table: pa.Table) -> Iterator[tuple[tuple[bytes, int], pa.Table]]:
+        store = self.store
+        keys = list(store.schema.partition_keys)
+        num_buckets = store.num_buckets
+        buckets = None
+        if num_buckets > 0:
+            buckets = assign_buckets(table, store.bucket_keys, store.bucket_key_types, num_buckets)
+            keys.append(_BUCKET_COLUMN)
+        if not keys:
+            yield (binary_row.serialize((), ()), 0), table
+            return
+        if len(keys) == 1 and buckets is not None:
+            yield from self._split_by_bucket(table, buckets)
+            return
+        grouping = table.select(store.schema.partition_keys)
+        if buckets is not None:
+            grouping = grouping.append_column(_BUCKET_COLUMN, pa.array(buckets))
+        grouping = grouping.append_column(_ROW_COLUMN, pa.array(np.arange(table.num_rows)))
+        groups = grouping.group_by(keys, use_threads=False).aggregate([(_ROW_COLUMN, "list")])
+        indices = groups.column(f"{_ROW_COLUMN}_list")
+        part_values = [groups.column(k).to_pylist() for k in store.schema.partition_keys]
+        bucket_values = (
+            groups.column(_BUCKET_COLUMN).to_pylist() if buckets is not None else None
+        )
+        single = groups.num_rows == 1
+        for g in range(groups.num_rows):
+            values = tuple(column[g] for column in part_values)
+            partition = store.partitions.to_bytes(values)
+            bucket = bucket_values[g] if bucket_values is not None else 0
+            rows = table if single else table.take(indices[g].values)
+            yield (partition, bucket), rows
+
+    def _split_by_bucket(
+        self, table: pa.Table, buckets: np.ndarray
+    ) -> Iterator[tuple[tuple[bytes, int], pa.Table]]:
+        partition = binary_row.serialize((), ())
+        order = np.argsort(buckets, kind="stable")
+        sorted_buckets = buckets[order]
+        bounds = np.flatnonzero(np.diff(sorted_buckets)) + 1
+        for chunk in np.split(np.arange(len(order)), bounds):
+            if len(chunk):
+                yield (partition, int(sorted_buckets[chunk[0]])), table.take(order[chunk])
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Close every open file and describe what was written, per bucket."""
+        messages = []
+        for (partition, bucket), writer in self._writers.items():
+            files = writer.close()
+            if files:
+                messages.append(CommitMessage(
+                    partition, bucket, self.store.num_buckets, tuple(files)
+                ))
+        self._writers.clear()
+        return messages
+
+    def abort(self) -> None:
+        for writer in self._writers.values():
+            writer.abort()
+        self._writers.clear()
