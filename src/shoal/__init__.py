@@ -1,10 +1,10 @@
 """shoal: Apache Paimon-format tables from Python and PySpark.
 
-    import shoal
-    catalog = shoal.Catalog("/data/warehouse")
-    table = catalog.create_table("db.events", schema, partition_keys=["dt"])
-    table.append(data)
-    table.to_arrow(snapshot_id=1)
+import shoal
+catalog = shoal.Catalog("/data/warehouse")
+table = catalog.create_table("db.events", schema, partition_keys=["dt"])
+table.append(data)
+table.to_arrow(snapshot_id=1)
 """
 
 from shoal.catalog import Catalog

@@ -89,7 +89,9 @@ class Catalog:
         database, name = _split_identifier(identifier)
         try:
             return Table._open(
-                self._file_io, self._uri(database, name), self._root_of(database, name),
+                self._file_io,
+                self._uri(database, name),
+                self._root_of(database, name),
                 identifier,
             )
         except TableNotFoundError:
@@ -153,17 +155,22 @@ def build_schema(
     O.validate(options)
     if O.BUCKET.get(options) > 0 and not O.BUCKET_KEY.get(options):
         raise InvalidOptionError(
-            "bucket-key", None,
+            "bucket-key",
+            None,
             "an append table with fixed buckets needs 'bucket-key' (the columns to hash)",
         )
     bucket_key = [k.strip() for k in O.BUCKET_KEY.get(options).split(",") if k.strip()]
     for key in bucket_key:
         if key not in names:
-            raise InvalidOptionError("bucket-key", options.get("bucket-key"),
-                                     f"column {key!r} is not in the schema")
+            raise InvalidOptionError(
+                "bucket-key", options.get("bucket-key"), f"column {key!r} is not in the schema"
+            )
         if key in partition_keys:
-            raise InvalidOptionError("bucket-key", options.get("bucket-key"),
-                                     f"partition column {key!r} cannot be a bucket key")
+            raise InvalidOptionError(
+                "bucket-key",
+                options.get("bucket-key"),
+                f"partition column {key!r} cannot be a bucket key",
+            )
     fields = T.fields_from_arrow_schema(schema)
     partition_types = [f.type for f in fields if f.name in partition_keys]
     if any(not isinstance(t, T.AtomicType) for t in partition_types):

@@ -55,9 +55,7 @@ class DatabaseNotFoundError(ShoalError):
     """No database of that name in the warehouse."""
 
     def __init__(self, database: str) -> None:
-        super().__init__(
-            f"database {database!r} does not exist; create a table in it to create it"
-        )
+        super().__init__(f"database {database!r} does not exist; create a table in it to create it")
         self.database = database
 
 
@@ -81,9 +79,7 @@ class TagAlreadyExistsError(ShoalError):
     """``create_tag`` with a name that is taken."""
 
     def __init__(self, tag: str) -> None:
-        super().__init__(
-            f"tag {tag!r} already exists; delete it first or pass replace=True"
-        )
+        super().__init__(f"tag {tag!r} already exists; delete it first or pass replace=True")
         self.tag = tag
 
 

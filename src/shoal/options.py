@@ -19,21 +19,55 @@ from shoal.errors import InvalidOptionError
 T = TypeVar("T")
 
 _DURATION_UNITS: dict[str, float] = {
-    "ns": 1e-9, "nano": 1e-9, "nanos": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
-    "us": 1e-6, "µs": 1e-6, "micro": 1e-6, "micros": 1e-6, "microsecond": 1e-6,
+    "ns": 1e-9,
+    "nano": 1e-9,
+    "nanos": 1e-9,
+    "nanosecond": 1e-9,
+    "nanoseconds": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "micro": 1e-6,
+    "micros": 1e-6,
+    "microsecond": 1e-6,
     "microseconds": 1e-6,
-    "ms": 1e-3, "milli": 1e-3, "millis": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
-    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
-    "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
-    "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
-    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+    "ms": 1e-3,
+    "milli": 1e-3,
+    "millis": 1e-3,
+    "millisecond": 1e-3,
+    "milliseconds": 1e-3,
+    "s": 1.0,
+    "sec": 1.0,
+    "secs": 1.0,
+    "second": 1.0,
+    "seconds": 1.0,
+    "m": 60.0,
+    "min": 60.0,
+    "mins": 60.0,
+    "minute": 60.0,
+    "minutes": 60.0,
+    "h": 3600.0,
+    "hour": 3600.0,
+    "hours": 3600.0,
+    "d": 86400.0,
+    "day": 86400.0,
+    "days": 86400.0,
 }
 _MEMORY_UNITS: dict[str, int] = {
-    "": 1, "b": 1, "bytes": 1,
-    "k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
-    "m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20,
-    "g": 1 << 30, "gb": 1 << 30, "gibibytes": 1 << 30,
-    "t": 1 << 40, "tb": 1 << 40, "tebibytes": 1 << 40,
+    "": 1,
+    "b": 1,
+    "bytes": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "kibibytes": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "mebibytes": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "gibibytes": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+    "tebibytes": 1 << 40,
 }
 _AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Zµ]*)\s*$")
 
@@ -121,71 +155,160 @@ def _declare(option: Option[T]) -> Option[T]:
 
 
 # --- layout and files -------------------------------------------------------------------------
-BUCKET = _declare(Option(
-    "bucket", _parse_int, -1,
-    "Number of buckets; -1 for an unbucketed (bucket-unaware) append table.", _bucket_check))
-BUCKET_KEY = _declare(Option(
-    "bucket-key", _parse_str, "",
-    "Comma-separated columns hashed to pick a bucket; default: the primary key, or for an "
-    "append table all columns."))
-FILE_FORMAT = _declare(Option(
-    "file.format", _parse_str, "parquet", "Format of data files.", _one_of("parquet")))
-FILE_COMPRESSION = _declare(Option(
-    "file.compression", _parse_str, "zstd", "Compression codec of data files."))
-TARGET_FILE_SIZE = _declare(Option(
-    "target-file-size", parse_memory_size, 128 << 20,
-    "Size at which a writer rolls to a new data file."))
-PARTITION_DEFAULT_NAME = _declare(Option(
-    "partition.default-name", _parse_str, "__DEFAULT_PARTITION__",
-    "Directory name used for a null or empty partition value."))
-DATA_FILE_PREFIX = _declare(Option(
-    "data-file.prefix", _parse_str, "data-", "Prefix of data file names."))
-STATS_MODE = _declare(Option(
-    "metadata.stats-mode", _parse_str, "truncate(16)",
-    "Column statistics kept per data file: none, counts, truncate(N) or full."))
+BUCKET = _declare(
+    Option(
+        "bucket",
+        _parse_int,
+        -1,
+        "Number of buckets; -1 for an unbucketed (bucket-unaware) append table.",
+        _bucket_check,
+    )
+)
+BUCKET_KEY = _declare(
+    Option(
+        "bucket-key",
+        _parse_str,
+        "",
+        "Comma-separated columns hashed to pick a bucket; default: the primary key, or for an "
+        "append table all columns.",
+    )
+)
+FILE_FORMAT = _declare(
+    Option("file.format", _parse_str, "parquet", "Format of data files.", _one_of("parquet"))
+)
+FILE_COMPRESSION = _declare(
+    Option("file.compression", _parse_str, "zstd", "Compression codec of data files.")
+)
+TARGET_FILE_SIZE = _declare(
+    Option(
+        "target-file-size",
+        parse_memory_size,
+        128 << 20,
+        "Size at which a writer rolls to a new data file.",
+    )
+)
+PARTITION_DEFAULT_NAME = _declare(
+    Option(
+        "partition.default-name",
+        _parse_str,
+        "__DEFAULT_PARTITION__",
+        "Directory name used for a null or empty partition value.",
+    )
+)
+DATA_FILE_PREFIX = _declare(
+    Option("data-file.prefix", _parse_str, "data-", "Prefix of data file names.")
+)
+STATS_MODE = _declare(
+    Option(
+        "metadata.stats-mode",
+        _parse_str,
+        "truncate(16)",
+        "Column statistics kept per data file: none, counts, truncate(N) or full.",
+    )
+)
 
 # --- manifests --------------------------------------------------------------------------------
-MANIFEST_TARGET_FILE_SIZE = _declare(Option(
-    "manifest.target-file-size", parse_memory_size, 8 << 20,
-    "Size at which manifest files roll, and below which they count as small."))
-MANIFEST_MERGE_MIN_COUNT = _declare(Option(
-    "manifest.merge-min-count", _parse_int, 30,
-    "Number of small manifests that triggers merging them into one.", _at_least(2)))
-MANIFEST_FULL_COMPACTION_SIZE = _declare(Option(
-    "manifest.full-compaction-threshold-size", parse_memory_size, 16 << 20,
-    "Total size of manifests holding DELETE entries that triggers a full manifest rewrite."))
-MANIFEST_COMPRESSION = _declare(Option(
-    "manifest.compression", _parse_str, "zstd", "Avro codec of manifest files.",
-    _one_of("zstd", "snappy", "deflate", "null", "none")))
+MANIFEST_TARGET_FILE_SIZE = _declare(
+    Option(
+        "manifest.target-file-size",
+        parse_memory_size,
+        8 << 20,
+        "Size at which manifest files roll, and below which they count as small.",
+    )
+)
+MANIFEST_MERGE_MIN_COUNT = _declare(
+    Option(
+        "manifest.merge-min-count",
+        _parse_int,
+        30,
+        "Number of small manifests that triggers merging them into one.",
+        _at_least(2),
+    )
+)
+MANIFEST_FULL_COMPACTION_SIZE = _declare(
+    Option(
+        "manifest.full-compaction-threshold-size",
+        parse_memory_size,
+        16 << 20,
+        "Total size of manifests holding DELETE entries that triggers a full manifest rewrite.",
+    )
+)
+MANIFEST_COMPRESSION = _declare(
+    Option(
+        "manifest.compression",
+        _parse_str,
+        "zstd",
+        "Avro codec of manifest files.",
+        _one_of("zstd", "snappy", "deflate", "null", "none"),
+    )
+)
 
 # --- commit -----------------------------------------------------------------------------------
-COMMIT_MAX_RETRIES = _declare(Option(
-    "commit.max-retries", _parse_int, 10,
-    "How often a commit that lost a race re-plans against the new latest snapshot.",
-    _at_least(0)))
+COMMIT_MAX_RETRIES = _declare(
+    Option(
+        "commit.max-retries",
+        _parse_int,
+        10,
+        "How often a commit that lost a race re-plans against the new latest snapshot.",
+        _at_least(0),
+    )
+)
 
 # --- reading ----------------------------------------------------------------------------------
-SPLIT_TARGET_SIZE = _declare(Option(
-    "source.split.target-size", parse_memory_size, 128 << 20,
-    "Bytes of data files packed into one split of a scan plan."))
-SPLIT_OPEN_FILE_COST = _declare(Option(
-    "source.split.open-file-cost", parse_memory_size, 4 << 20,
-    "Bytes a file counts for when packing splits, at least; keeps tiny files from "
-    "crowding one split."))
+SPLIT_TARGET_SIZE = _declare(
+    Option(
+        "source.split.target-size",
+        parse_memory_size,
+        128 << 20,
+        "Bytes of data files packed into one split of a scan plan.",
+    )
+)
+SPLIT_OPEN_FILE_COST = _declare(
+    Option(
+        "source.split.open-file-cost",
+        parse_memory_size,
+        4 << 20,
+        "Bytes a file counts for when packing splits, at least; keeps tiny files from "
+        "crowding one split.",
+    )
+)
 
 # --- snapshot expiration (used by maintenance) ------------------------------------------------
-SNAPSHOT_NUM_RETAINED_MIN = _declare(Option(
-    "snapshot.num-retained.min", _parse_int, 10,
-    "Snapshots always kept by expiration.", _at_least(1)))
-SNAPSHOT_NUM_RETAINED_MAX = _declare(Option(
-    "snapshot.num-retained.max", _parse_int, 2**31 - 1,
-    "Snapshots kept at most by expiration.", _at_least(1)))
-SNAPSHOT_TIME_RETAINED = _declare(Option(
-    "snapshot.time-retained", parse_duration, timedelta(hours=1),
-    "Age below which snapshots are kept by expiration."))
-SNAPSHOT_EXPIRE_LIMIT = _declare(Option(
-    "snapshot.expire.limit", _parse_int, 50,
-    "Snapshots expired at most in one run.", _at_least(1)))
+SNAPSHOT_NUM_RETAINED_MIN = _declare(
+    Option(
+        "snapshot.num-retained.min",
+        _parse_int,
+        10,
+        "Snapshots always kept by expiration.",
+        _at_least(1),
+    )
+)
+SNAPSHOT_NUM_RETAINED_MAX = _declare(
+    Option(
+        "snapshot.num-retained.max",
+        _parse_int,
+        2**31 - 1,
+        "Snapshots kept at most by expiration.",
+        _at_least(1),
+    )
+)
+SNAPSHOT_TIME_RETAINED = _declare(
+    Option(
+        "snapshot.time-retained",
+        parse_duration,
+        timedelta(hours=1),
+        "Age below which snapshots are kept by expiration.",
+    )
+)
+SNAPSHOT_EXPIRE_LIMIT = _declare(
+    Option(
+        "snapshot.expire.limit",
+        _parse_int,
+        50,
+        "Snapshots expired at most in one run.",
+        _at_least(1),
+    )
+)
 
 
 def declared() -> Iterator[Option[object]]:

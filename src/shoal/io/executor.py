@@ -15,22 +15,23 @@ from typing import TypeVar
 A = TypeVar("A")
 R = TypeVar("R")
 
-_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-_pool_pid = 0
+
+class _Pool:
+    lock = threading.Lock()
+    executor: ThreadPoolExecutor | None = None
+    pid = 0
 
 
 def io_pool() -> ThreadPoolExecutor:
     """The process-wide I/O pool (re-created after a fork)."""
-    global _pool, _pool_pid
-    with _lock:
-        if _pool is None or _pool_pid != os.getpid():
+    with _Pool.lock:
+        if _Pool.executor is None or _Pool.pid != os.getpid():
             workers = int(os.environ.get("SHOAL_IO_THREADS", "0")) or min(
                 32, 4 * (os.cpu_count() or 1)
             )
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shoal-io")
-            _pool_pid = os.getpid()
-        return _pool
+            _Pool.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shoal-io")
+            _Pool.pid = os.getpid()
+        return _Pool.executor
 
 
 def parallel_map(fn: Callable[[A], R], items: Iterable[A]) -> list[R]:

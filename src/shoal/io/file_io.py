@@ -99,9 +99,7 @@ class FileIO:
 
 def _status(info: pafs.FileInfo) -> FileStatus:
     mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else 0
-    return FileStatus(
-        info.path, info.size or 0, mtime, info.type == pafs.FileType.Directory
-    )
+    return FileStatus(info.path, info.size or 0, mtime, info.type == pafs.FileType.Directory)
 
 
 def _parent(path: str) -> str:
@@ -161,7 +159,7 @@ class LocalFileIO(FileIO):
 def file_io_for(uri: str) -> tuple[FileIO, str]:
     """The FileIO for a URI or plain path, and the path within its filesystem."""
     if "://" not in uri or uri.startswith("file://"):
-        local = uri[len("file://"):] if uri.startswith("file://") else uri
+        local = uri[len("file://") :] if uri.startswith("file://") else uri
         return LocalFileIO(), os.path.abspath(os.path.expanduser(local))
     fs, path = pafs.FileSystem.from_uri(uri)
     if isinstance(fs, pafs.LocalFileSystem):

@@ -128,7 +128,7 @@ def _reserve_null_var(
         var.extend(bytes(8))
 
 
-def _encode_value(
+def _encode_value(  # noqa: PLR0917 - the row under construction, passed flat for speed
     value: Any, t: T.AtomicType, fixed: bytearray, slot: int, var: bytearray, var_base: int
 ) -> None:
     root = t.root
@@ -144,7 +144,8 @@ def _encode_value(
         data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
         _put_var_bytes(data, fixed, slot, var, var_base)
     elif root == T.DECIMAL:
-        assert t.precision is not None and t.scale is not None
+        assert t.precision is not None
+        assert t.scale is not None
         unscaled = decimal_unscaled(value, t.scale)
         if is_compact_decimal(t.precision):
             _LONG.pack_into(fixed, slot, unscaled)
@@ -166,7 +167,7 @@ def _encode_value(
 def _put_var_bytes(data: bytes, fixed: bytearray, slot: int, var: bytearray, var_base: int) -> None:
     length = len(data)
     if length <= 7:
-        fixed[slot:slot + length] = data
+        fixed[slot : slot + length] = data
         fixed[slot + 7] = 0x80 | length
     else:
         _LONG.pack_into(fixed, slot, ((var_base + len(var)) << 32) | length)
@@ -200,9 +201,8 @@ def deserialize(data: bytes, types: Sequence[T.DataType]) -> tuple[Any, ...]:
     row = memoryview(data)[4:]
     out: list[Any] = []
     for i, t in enumerate(types):
-        if i >= arity or row[(i + 8) >> 3] & (1 << ((i + 8) & 7)):
-            out.append(None)
-        elif not isinstance(t, T.AtomicType):
+        is_null = i >= arity or row[(i + 8) >> 3] & (1 << ((i + 8) & 7))
+        if is_null or not isinstance(t, T.AtomicType):
             out.append(None)
         else:
             out.append(_decode_value(row, width + 8 * i, t))
@@ -224,12 +224,13 @@ def _decode_value(row: memoryview, slot: int, t: T.AtomicType) -> Any:
         return data.decode("utf-8") if root in (T.VARCHAR, T.CHAR) else data
     word = _LONG.unpack_from(row, slot)[0]
     if root == T.DECIMAL:
-        assert t.precision is not None and t.scale is not None
+        assert t.precision is not None
+        assert t.scale is not None
         if is_compact_decimal(t.precision):
             unscaled = word
         else:
             offset, length = word >> 32, word & 0xFFFFFFFF
-            unscaled = int.from_bytes(row[offset:offset + length], "big", signed=True)
+            unscaled = int.from_bytes(row[offset : offset + length], "big", signed=True)
         return Decimal(unscaled).scaleb(-t.scale)
     if root in (T.TIMESTAMP, T.TIMESTAMP_LTZ):
         utc = root == T.TIMESTAMP_LTZ
@@ -243,12 +244,12 @@ def _decode_value(row: memoryview, slot: int, t: T.AtomicType) -> Any:
 def _var_bytes(row: memoryview, slot: int) -> bytes:
     mark = row[slot + 7]
     if mark & 0x80:
-        return bytes(row[slot:slot + (mark & 0x7F)])
+        return bytes(row[slot : slot + (mark & 0x7F)])
     word = _LONG.unpack_from(row, slot)[0]
     offset, length = word >> 32, word & 0xFFFFFFFF
     if offset + length > len(row):
         raise ValueError("variable-length field points past the end of the row")
-    return bytes(row[offset:offset + length])
+    return bytes(row[offset : offset + length])
 
 
 EMPTY_ROW = serialize((), ())

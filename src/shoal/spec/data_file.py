@@ -130,8 +130,10 @@ AVRO_SCHEMA: dict[str, Any] = {
         {"name": "_SCHEMA_ID", "type": "long"},
         {"name": "_LEVEL", "type": "int"},
         {"name": "_EXTRA_FILES", "type": _STRINGS},
-        {"name": "_CREATION_TIME",
-         **_nullable({"type": "long", "logicalType": "timestamp-millis"})},
+        {
+            "name": "_CREATION_TIME",
+            **_nullable({"type": "long", "logicalType": "timestamp-millis"}),
+        },
         {"name": "_DELETE_ROW_COUNT", **_nullable("long")},
         {"name": "_EMBEDDED_FILE_INDEX", **_nullable("bytes")},
         {"name": "_FILE_SOURCE", **_nullable("int")},

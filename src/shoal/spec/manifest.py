@@ -41,8 +41,13 @@ class ManifestEntry:
     def identifier(self) -> EntryIdentifier:
         f = self.file
         return (
-            self.partition, self.bucket, f.level, f.file_name, f.extra_files,
-            f.embedded_index, f.external_path,
+            self.partition,
+            self.bucket,
+            f.level,
+            f.file_name,
+            f.extra_files,
+            f.embedded_index,
+            f.external_path,
         )
 
     def with_kind(self, kind: int) -> ManifestEntry:
@@ -150,9 +155,12 @@ MANIFEST_FILE_META_AVRO: dict[str, Any] = {
         *(
             {"name": name, "type": ["null", kind], "default": None}
             for name, kind in (
-                ("_MIN_BUCKET", "int"), ("_MAX_BUCKET", "int"),
-                ("_MIN_LEVEL", "int"), ("_MAX_LEVEL", "int"),
-                ("_MIN_ROW_ID", "long"), ("_MAX_ROW_ID", "long"),
+                ("_MIN_BUCKET", "int"),
+                ("_MAX_BUCKET", "int"),
+                ("_MIN_LEVEL", "int"),
+                ("_MAX_LEVEL", "int"),
+                ("_MIN_ROW_ID", "long"),
+                ("_MAX_ROW_ID", "long"),
             )
         ),
     ],

@@ -20,7 +20,9 @@ class SimpleStats:
 
     @staticmethod
     def of(
-        mins: Sequence[Any], maxs: Sequence[Any], null_counts: Sequence[int | None],
+        mins: Sequence[Any],
+        maxs: Sequence[Any],
+        null_counts: Sequence[int | None],
         types: Sequence[T.DataType],
     ) -> SimpleStats:
         return SimpleStats(

@@ -37,14 +37,27 @@ TIMESTAMP = "TIMESTAMP"
 TIMESTAMP_LTZ = "TIMESTAMP_LTZ"
 
 _DEFAULT_PARAMS: dict[str, tuple[int, ...]] = {
-    DECIMAL: (10, 0), CHAR: (1,), VARCHAR: (1,), BINARY: (1,), VARBINARY: (1,),
-    TIME: (0,), TIMESTAMP: (6,), TIMESTAMP_LTZ: (6,),
+    DECIMAL: (10, 0),
+    CHAR: (1,),
+    VARCHAR: (1,),
+    BINARY: (1,),
+    VARBINARY: (1,),
+    TIME: (0,),
+    TIMESTAMP: (6,),
+    TIMESTAMP_LTZ: (6,),
 }
 _ALIASES = {
-    "INTEGER": INT, "BOOL": BOOLEAN, "NUMERIC": DECIMAL, "DEC": DECIMAL,
-    "DOUBLE PRECISION": DOUBLE, "STRING": VARCHAR, "BYTES": VARBINARY,
-    "TIMESTAMP WITHOUT TIME ZONE": TIMESTAMP, "TIME WITHOUT TIME ZONE": TIME,
-    "TIMESTAMP WITH LOCAL TIME ZONE": TIMESTAMP_LTZ, "TIMESTAMP_LTZ": TIMESTAMP_LTZ,
+    "INTEGER": INT,
+    "BOOL": BOOLEAN,
+    "NUMERIC": DECIMAL,
+    "DEC": DECIMAL,
+    "DOUBLE PRECISION": DOUBLE,
+    "STRING": VARCHAR,
+    "BYTES": VARBINARY,
+    "TIMESTAMP WITHOUT TIME ZONE": TIMESTAMP,
+    "TIME WITHOUT TIME ZONE": TIME,
+    "TIMESTAMP WITH LOCAL TIME ZONE": TIMESTAMP_LTZ,
+    "TIMESTAMP_LTZ": TIMESTAMP_LTZ,
 }
 _ATOMIC = re.compile(
     r"^\s*(?P<root>[A-Z_]+(?: [A-Z]+)*?)\s*(?:\((?P<params>[\d\s,]*)\))?"
@@ -111,7 +124,7 @@ def _parse_atomic(text: str) -> AtomicType:
     params = tuple(int(p) for p in params_text.split(",")) if params_text else ()
     if root in _DEFAULT_PARAMS:
         defaults = _DEFAULT_PARAMS[root]
-        params = params + defaults[len(params):]
+        params = params + defaults[len(params) :]
         if root == DECIMAL:
             return AtomicType(root, nullable, params[0], params[1])
         return AtomicType(root, nullable, params[0])
@@ -249,9 +262,18 @@ def to_arrow(t: DataType) -> pa.DataType:
 
 
 _SIMPLE_TO_ARROW: dict[str, pa.DataType] = {
-    BOOLEAN: pa.bool_(), TINYINT: pa.int8(), SMALLINT: pa.int16(), INT: pa.int32(),
-    BIGINT: pa.int64(), FLOAT: pa.float32(), DOUBLE: pa.float64(), DATE: pa.date32(),
-    CHAR: pa.string(), VARCHAR: pa.string(), BINARY: pa.binary(), VARBINARY: pa.binary(),
+    BOOLEAN: pa.bool_(),
+    TINYINT: pa.int8(),
+    SMALLINT: pa.int16(),
+    INT: pa.int32(),
+    BIGINT: pa.int64(),
+    FLOAT: pa.float32(),
+    DOUBLE: pa.float64(),
+    DATE: pa.date32(),
+    CHAR: pa.string(),
+    VARCHAR: pa.string(),
+    BINARY: pa.binary(),
+    VARBINARY: pa.binary(),
 }
 
 
@@ -277,11 +299,17 @@ def from_arrow(t: pa.DataType, nullable: bool, next_id: list[int]) -> DataType:
     if pa.types.is_boolean(t):
         return AtomicType(BOOLEAN, nullable)
     for check, root in (
-        (pa.types.is_int8, TINYINT), (pa.types.is_int16, SMALLINT),
-        (pa.types.is_int32, INT), (pa.types.is_int64, BIGINT),
-        (pa.types.is_uint8, SMALLINT), (pa.types.is_uint16, INT), (pa.types.is_uint32, BIGINT),
-        (pa.types.is_float32, FLOAT), (pa.types.is_float64, DOUBLE),
-        (pa.types.is_date32, DATE), (pa.types.is_date64, DATE),
+        (pa.types.is_int8, TINYINT),
+        (pa.types.is_int16, SMALLINT),
+        (pa.types.is_int32, INT),
+        (pa.types.is_int64, BIGINT),
+        (pa.types.is_uint8, SMALLINT),
+        (pa.types.is_uint16, INT),
+        (pa.types.is_uint32, BIGINT),
+        (pa.types.is_float32, FLOAT),
+        (pa.types.is_float64, DOUBLE),
+        (pa.types.is_date32, DATE),
+        (pa.types.is_date64, DATE),
     ):
         if check(t):
             return AtomicType(root, nullable)

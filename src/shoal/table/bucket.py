@@ -89,8 +89,9 @@ def _slot_values(column: pa.ChunkedArray | pa.Array, t: T.AtomicType) -> np.ndar
     n = len(column)
     out = np.zeros((n, 8), dtype=np.uint8)
     if t.root in (T.TIMESTAMP, T.TIMESTAMP_LTZ):
-        millis = pc.cast(column, pa.timestamp("ms", tz="UTC" if t.root == T.TIMESTAMP_LTZ
-                                                  else None), safe=False)
+        millis = pc.cast(
+            column, pa.timestamp("ms", tz="UTC" if t.root == T.TIMESTAMP_LTZ else None), safe=False
+        )
         values = pc.cast(millis, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
         out[:, :] = values.astype("<i8").view(np.uint8).reshape(n, 8)
         return out
@@ -148,10 +149,10 @@ def _vectorized_hashes(
         column = table.column(name)
         assert isinstance(t, T.AtomicType)
         slot = width + 8 * i
-        row[:, slot:slot + 8] = _slot_values(column, t)
+        row[:, slot : slot + 8] = _slot_values(column, t)
         if column.null_count:
             nulls = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-            row[nulls, slot:slot + 8] = 0
+            row[nulls, slot : slot + 8] = 0
             row[nulls, (i + 8) >> 3] |= np.uint8(1 << ((i + 8) & 7))
     return _hash_words(np.ascontiguousarray(row).view("<u4"))
 
@@ -159,11 +160,14 @@ def _vectorized_hashes(
 def _row_hashes(
     table: pa.Table, key_columns: Sequence[str], key_types: Sequence[T.DataType]
 ) -> np.ndarray:
-    columns = [_python_values(table.column(c), t) for c, t in zip(key_columns, key_types,
-                                                                 strict=True)]
+    columns = [
+        _python_values(table.column(c), t) for c, t in zip(key_columns, key_types, strict=True)
+    ]
     return np.fromiter(
-        (hash_row(binary_row.encode_row(values, key_types)) for values in zip(*columns,
-                                                                             strict=True)),
+        (
+            hash_row(binary_row.encode_row(values, key_types))
+            for values in zip(*columns, strict=True)
+        ),
         dtype=np.int64,
         count=table.num_rows,
     )

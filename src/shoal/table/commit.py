@@ -79,8 +79,11 @@ class FileStoreCommit:
                 ]
             self._check_deletes(latest, [e for e in changes if e.kind == M.KIND_DELETE])
             result = self._try_once(
-                latest, entries, "OVERWRITE" if overwrite is not None else kind,
-                properties, watermark,
+                latest,
+                entries,
+                "OVERWRITE" if overwrite is not None else kind,
+                properties,
+                watermark,
             )
             if self.store.snapshots.try_publish(result.snapshot):
                 logger.debug("committed snapshot %d", result.snapshot.id)
@@ -185,4 +188,3 @@ def _entries_of(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
             for f in m.new_files
         )
     return entries
-

@@ -19,10 +19,21 @@ _FAMILIES: tuple[tuple[str, Any], ...] = (
     ("integer", pa.types.is_integer),
     ("float", pa.types.is_floating),
     ("decimal", pa.types.is_decimal),
-    ("string", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)
-     or pa.types.is_string_view(t)),
-    ("binary", lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t)
-     or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t)),
+    (
+        "string",
+        lambda t: (
+            pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+        ),
+    ),
+    (
+        "binary",
+        lambda t: (
+            pa.types.is_binary(t)
+            or pa.types.is_large_binary(t)
+            or pa.types.is_fixed_size_binary(t)
+            or pa.types.is_binary_view(t)
+        ),
+    ),
     ("timestamp", pa.types.is_timestamp),
     ("date", pa.types.is_date),
     ("time", pa.types.is_time),

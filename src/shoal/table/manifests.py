@@ -119,7 +119,7 @@ class ManifestStore:
             return [self._write_one(entries, data)]
         parts = math.ceil(len(data) / self.target_size)
         step = math.ceil(len(entries) / parts)
-        chunks = [entries[i:i + step] for i in range(0, len(entries), step)]
+        chunks = [entries[i : i + step] for i in range(0, len(entries), step)]
         return parallel_map(
             lambda chunk: self._write_one(chunk, M.encode_manifest(chunk, self.compression)),
             chunks,
@@ -132,9 +132,7 @@ class ManifestStore:
         self._entries.put(name, list(entries))
         return meta
 
-    def _describe(
-        self, name: str, size: int, entries: Sequence[ManifestEntry]
-    ) -> ManifestFileMeta:
+    def _describe(self, name: str, size: int, entries: Sequence[ManifestEntry]) -> ManifestFileMeta:
         added = sum(1 for e in entries if e.kind == M.KIND_ADD)
         buckets = [e.bucket for e in entries]
         levels = [e.file.level for e in entries]

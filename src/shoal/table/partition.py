@@ -81,8 +81,8 @@ class PartitionCodec:
         for key, data_type in zip(self.keys, self.types, strict=True):
             if key in spec:
                 value = spec[key]
-                out[key] = None if value == self.default_name else coerce_value(
-                    value, data_type, key
+                out[key] = (
+                    None if value == self.default_name else coerce_value(value, data_type, key)
                 )
         return out
 

@@ -18,7 +18,7 @@ MANIFEST_LIST_PREFIX = "manifest-list-"
 BUCKET_PREFIX = "bucket-"
 
 # Characters Hive-style partition paths escape as %XX (as Paimon and Hive do).
-_ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(32))
+_ESCAPED = frozenset("\"#%'*/:=?\\\x7f{[]^") | frozenset(chr(c) for c in range(32))
 
 
 def escape_path_name(text: str) -> str:
@@ -28,8 +28,8 @@ def escape_path_name(text: str) -> str:
 def unescape_path_name(text: str) -> str:
     out, i = [], 0
     while i < len(text):
-        if text[i] == "%" and _is_hex(text[i + 1:i + 3]):
-            out.append(chr(int(text[i + 1:i + 3], 16)))
+        if text[i] == "%" and _is_hex(text[i + 1 : i + 3]):
+            out.append(chr(int(text[i + 1 : i + 3], 16)))
             i += 3
         else:
             out.append(text[i])

@@ -100,8 +100,10 @@ def _parse_term(raw: Any, types: dict[str, T.DataType]) -> Term:
 
 
 def _literal(value: Any, data_type: T.DataType, column: str) -> Any:
-    if isinstance(data_type, T.AtomicType) and isinstance(value, str) and data_type.root in (
-        T.VARCHAR, T.CHAR
+    if (
+        isinstance(data_type, T.AtomicType)
+        and isinstance(value, str)
+        and data_type.root in (T.VARCHAR, T.CHAR)
     ):
         return value
     try:

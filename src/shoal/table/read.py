@@ -48,6 +48,7 @@ def read_batches(
     schema: pa.Schema,
     columns: Sequence[str] | None,
     dnf: P.Dnf | None,
+    *,
     batch_size: int = 131_072,
 ) -> Iterator[pa.RecordBatch]:
     """Matching rows as a stream of batches; memory stays bounded by Arrow's read-ahead."""

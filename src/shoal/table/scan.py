@@ -74,7 +74,8 @@ def live_entries(
     partition_keys = set(store.schema.partition_keys)
     partition_dnf = _restrict(dnf, partition_keys)
     metas = [
-        m for m in read_manifest_metas(store, snapshot)
+        m
+        for m in read_manifest_metas(store, snapshot)
         if _manifest_may_match(store, m, partition_dnf)
     ]
     merged = M.merge_entries(e for part in store.manifests.read_manifests(metas) for e in part)
@@ -154,8 +155,9 @@ def _file_pruner(
         found = layouts.get(key)
         if found is None:
             schema = store.schema_of(f.schema_id)
-            names = list(f.value_stats_cols) if f.value_stats_cols is not None \
-                else schema.field_names
+            names = (
+                list(f.value_stats_cols) if f.value_stats_cols is not None else schema.field_names
+            )
             types = [schema.field(n).type for n in names]
             found = layouts[key] = (names, types)
         return found
@@ -203,13 +205,14 @@ def make_splits(
         for f in files:
             cost = max(f.file_size, open_cost)
             if pack and weight + cost > target:
-                splits.append(DataSplit(
-                    store.uri, snapshot_id, values, bucket, bucket_path, tuple(pack)
-                ))
+                splits.append(
+                    DataSplit(store.uri, snapshot_id, values, bucket, bucket_path, tuple(pack))
+                )
                 pack, weight = [], 0
             pack.append(f)
             weight += cost
         if pack:
-            splits.append(DataSplit(store.uri, snapshot_id, values, bucket, bucket_path,
-                                    tuple(pack)))
+            splits.append(
+                DataSplit(store.uri, snapshot_id, values, bucket, bucket_path, tuple(pack))
+            )
     return splits

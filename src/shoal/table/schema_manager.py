@@ -21,8 +21,8 @@ class SchemaManager:
         ids = []
         for status in self.file_io.list_status(self.paths.schema_dir):
             name = status.path.rsplit("/", 1)[-1]
-            if name.startswith(SCHEMA_PREFIX) and name[len(SCHEMA_PREFIX):].isdigit():
-                ids.append(int(name[len(SCHEMA_PREFIX):]))
+            if name.startswith(SCHEMA_PREFIX) and name[len(SCHEMA_PREFIX) :].isdigit():
+                ids.append(int(name[len(SCHEMA_PREFIX) :]))
         return sorted(ids)
 
     def latest(self) -> TableSchema | None:

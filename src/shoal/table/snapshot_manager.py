@@ -36,8 +36,8 @@ class SnapshotManager:
         ids = []
         for status in self.file_io.list_status(self.paths.snapshot_dir):
             name = status.path.rsplit("/", 1)[-1]
-            if name.startswith(SNAPSHOT_PREFIX) and name[len(SNAPSHOT_PREFIX):].isdigit():
-                ids.append(int(name[len(SNAPSHOT_PREFIX):]))
+            if name.startswith(SNAPSHOT_PREFIX) and name[len(SNAPSHOT_PREFIX) :].isdigit():
+                ids.append(int(name[len(SNAPSHOT_PREFIX) :]))
         return sorted(ids)
 
     def _read_hint(self, name: str) -> int | None:

@@ -31,9 +31,7 @@ def parse_stats_mode(mode: str) -> tuple[str, int | None]:
     match = _TRUNCATE.match(lowered)
     if match:
         return "truncate", int(match.group(1))
-    raise InvalidOptionError(
-        "metadata.stats-mode", mode, "use none, counts, full or truncate(N)"
-    )
+    raise InvalidOptionError("metadata.stats-mode", mode, "use none, counts, full or truncate(N)")
 
 
 class StatsCollector:

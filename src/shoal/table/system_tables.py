@@ -29,26 +29,30 @@ def _local_time(millis: int) -> datetime:
 
 def snapshots_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
     rows = list(store.snapshots.snapshots())
-    return pa.table({
-        "snapshot_id": pa.array([s.id for s in rows], pa.int64()),
-        "schema_id": pa.array([s.schema_id for s in rows], pa.int64()),
-        "commit_user": pa.array([s.commit_user for s in rows], pa.string()),
-        "commit_identifier": pa.array([s.commit_identifier for s in rows], pa.int64()),
-        "commit_kind": pa.array([s.commit_kind for s in rows], pa.string()),
-        "commit_time": pa.array([_local_time(s.time_millis) for s in rows], _MS),
-        "base_manifest_list": pa.array([s.base_manifest_list for s in rows], pa.string()),
-        "delta_manifest_list": pa.array([s.delta_manifest_list for s in rows], pa.string()),
-        "changelog_manifest_list": pa.array(
-            [s.changelog_manifest_list for s in rows], pa.string()),
-        "total_record_count": pa.array([s.total_record_count for s in rows], pa.int64()),
-        "delta_record_count": pa.array([s.delta_record_count for s in rows], pa.int64()),
-        "changelog_record_count": pa.array(
-            [s.changelog_record_count for s in rows], pa.int64()),
-        "watermark": pa.array([s.watermark for s in rows], pa.int64()),
-        "next_row_id": pa.array([s.next_row_id for s in rows], pa.int64()),
-        "operation": pa.array([s.operation for s in rows], pa.string()),
-        "writer_version": pa.array([s.writer_version for s in rows], pa.string()),
-    })
+    return pa.table(
+        {
+            "snapshot_id": pa.array([s.id for s in rows], pa.int64()),
+            "schema_id": pa.array([s.schema_id for s in rows], pa.int64()),
+            "commit_user": pa.array([s.commit_user for s in rows], pa.string()),
+            "commit_identifier": pa.array([s.commit_identifier for s in rows], pa.int64()),
+            "commit_kind": pa.array([s.commit_kind for s in rows], pa.string()),
+            "commit_time": pa.array([_local_time(s.time_millis) for s in rows], _MS),
+            "base_manifest_list": pa.array([s.base_manifest_list for s in rows], pa.string()),
+            "delta_manifest_list": pa.array([s.delta_manifest_list for s in rows], pa.string()),
+            "changelog_manifest_list": pa.array(
+                [s.changelog_manifest_list for s in rows], pa.string()
+            ),
+            "total_record_count": pa.array([s.total_record_count for s in rows], pa.int64()),
+            "delta_record_count": pa.array([s.delta_record_count for s in rows], pa.int64()),
+            "changelog_record_count": pa.array(
+                [s.changelog_record_count for s in rows], pa.int64()
+            ),
+            "watermark": pa.array([s.watermark for s in rows], pa.int64()),
+            "next_row_id": pa.array([s.next_row_id for s in rows], pa.int64()),
+            "operation": pa.array([s.operation for s in rows], pa.string()),
+            "writer_version": pa.array([s.writer_version for s in rows], pa.string()),
+        }
+    )
 
 
 def _json_value(value: Any) -> Any:
@@ -70,8 +74,7 @@ def files_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
     for e in entries:
         f = e.file
         schema = store.schema_of(f.schema_id)
-        names = list(f.value_stats_cols) if f.value_stats_cols is not None \
-            else schema.field_names
+        names = list(f.value_stats_cols) if f.value_stats_cols is not None else schema.field_names
         types = [schema.field(n).type for n in names]
         mins = binary_row.deserialize(f.value_stats.min_values, types) if names else ()
         maxs = binary_row.deserialize(f.value_stats.max_values, types) if names else ()
@@ -97,8 +100,9 @@ def files_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
         cols["max_sequence_number"].append(f.max_sequence_number)
         cols["creation_time"].append(f.creation_time)
         cols["deleteRowCount"].append(f.delete_row_count)
-        cols["file_source"].append(sources.get(f.file_source) if f.file_source is not None
-                                   else None)
+        cols["file_source"].append(
+            sources.get(f.file_source) if f.file_source is not None else None
+        )
         cols["first_row_id"].append(f.first_row_id)
         cols["write_cols"].append(list(f.write_cols) if f.write_cols is not None else None)
     return pa.table(cols, schema=_FILES_SCHEMA)
@@ -113,16 +117,30 @@ def _render_key(data: bytes, names: tuple[str, ...], types: list[T.DataType]) ->
         return None
 
 
-_FILES_SCHEMA = pa.schema([
-    ("partition", pa.string()), ("bucket", pa.int32()), ("file_path", pa.string()),
-    ("file_format", pa.string()), ("schema_id", pa.int64()), ("level", pa.int32()),
-    ("record_count", pa.int64()), ("file_size_in_bytes", pa.int64()),
-    ("min_key", pa.string()), ("max_key", pa.string()), ("null_value_counts", pa.string()),
-    ("min_value_stats", pa.string()), ("max_value_stats", pa.string()),
-    ("min_sequence_number", pa.int64()), ("max_sequence_number", pa.int64()),
-    ("creation_time", _MS), ("deleteRowCount", pa.int64()), ("file_source", pa.string()),
-    ("first_row_id", pa.int64()), ("write_cols", pa.list_(pa.string())),
-])
+_FILES_SCHEMA = pa.schema(
+    [
+        ("partition", pa.string()),
+        ("bucket", pa.int32()),
+        ("file_path", pa.string()),
+        ("file_format", pa.string()),
+        ("schema_id", pa.int64()),
+        ("level", pa.int32()),
+        ("record_count", pa.int64()),
+        ("file_size_in_bytes", pa.int64()),
+        ("min_key", pa.string()),
+        ("max_key", pa.string()),
+        ("null_value_counts", pa.string()),
+        ("min_value_stats", pa.string()),
+        ("max_value_stats", pa.string()),
+        ("min_sequence_number", pa.int64()),
+        ("max_sequence_number", pa.int64()),
+        ("creation_time", _MS),
+        ("deleteRowCount", pa.int64()),
+        ("file_source", pa.string()),
+        ("first_row_id", pa.int64()),
+        ("write_cols", pa.list_(pa.string())),
+    ]
+)
 
 
 def manifests_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
@@ -135,73 +153,95 @@ def manifests_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
             return None
         return _render_row(dict(zip(keys, binary_row.deserialize(data, types), strict=True)))
 
-    return pa.table({
-        "file_name": pa.array([m.file_name for m in metas], pa.string()),
-        "file_size": pa.array([m.file_size for m in metas], pa.int64()),
-        "num_added_files": pa.array([m.num_added_files for m in metas], pa.int64()),
-        "num_deleted_files": pa.array([m.num_deleted_files for m in metas], pa.int64()),
-        "schema_id": pa.array([m.schema_id for m in metas], pa.int64()),
-        "min_partition_stats": pa.array(
-            [stats(m.partition_stats.min_values) for m in metas], pa.string()),
-        "max_partition_stats": pa.array(
-            [stats(m.partition_stats.max_values) for m in metas], pa.string()),
-        "min_row_id": pa.array([m.min_row_id for m in metas], pa.int64()),
-        "max_row_id": pa.array([m.max_row_id for m in metas], pa.int64()),
-    })
+    return pa.table(
+        {
+            "file_name": pa.array([m.file_name for m in metas], pa.string()),
+            "file_size": pa.array([m.file_size for m in metas], pa.int64()),
+            "num_added_files": pa.array([m.num_added_files for m in metas], pa.int64()),
+            "num_deleted_files": pa.array([m.num_deleted_files for m in metas], pa.int64()),
+            "schema_id": pa.array([m.schema_id for m in metas], pa.int64()),
+            "min_partition_stats": pa.array(
+                [stats(m.partition_stats.min_values) for m in metas], pa.string()
+            ),
+            "max_partition_stats": pa.array(
+                [stats(m.partition_stats.max_values) for m in metas], pa.string()
+            ),
+            "min_row_id": pa.array([m.min_row_id for m in metas], pa.int64()),
+            "max_row_id": pa.array([m.max_row_id for m in metas], pa.int64()),
+        }
+    )
 
 
 def partitions_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
     entries = live_entries(store, snapshot) if snapshot is not None else []
     groups: dict[bytes, dict[str, Any]] = {}
     for e in entries:
-        g = groups.setdefault(e.partition, {
-            "record_count": 0, "file_size_in_bytes": 0, "file_count": 0,
-            "last_update_time": None, "deleted_record_count": 0,
-        })
+        g = groups.setdefault(
+            e.partition,
+            {
+                "record_count": 0,
+                "file_size_in_bytes": 0,
+                "file_count": 0,
+                "last_update_time": None,
+                "deleted_record_count": 0,
+            },
+        )
         g["record_count"] += e.file.row_count
         g["file_size_in_bytes"] += e.file.file_size
         g["file_count"] += 1
         g["deleted_record_count"] += e.file.delete_row_count or 0
         created = e.file.creation_time
-        if created is not None and (g["last_update_time"] is None
-                                    or created > g["last_update_time"]):
+        if created is not None and (
+            g["last_update_time"] is None or created > g["last_update_time"]
+        ):
             g["last_update_time"] = created
     parts = sorted(groups, key=store.partitions.path)
-    return pa.table({
-        "partition": pa.array([store.partitions.path(p) or None for p in parts], pa.string()),
-        "record_count": pa.array([groups[p]["record_count"] for p in parts], pa.int64()),
-        "file_size_in_bytes": pa.array(
-            [groups[p]["file_size_in_bytes"] for p in parts], pa.int64()),
-        "file_count": pa.array([groups[p]["file_count"] for p in parts], pa.int64()),
-        "last_update_time": pa.array([groups[p]["last_update_time"] for p in parts], _MS),
-        "total_buckets": pa.array([store.num_buckets] * len(parts), pa.int32()),
-        "deleted_record_count": pa.array(
-            [groups[p]["deleted_record_count"] for p in parts], pa.int64()),
-    })
+    return pa.table(
+        {
+            "partition": pa.array([store.partitions.path(p) or None for p in parts], pa.string()),
+            "record_count": pa.array([groups[p]["record_count"] for p in parts], pa.int64()),
+            "file_size_in_bytes": pa.array(
+                [groups[p]["file_size_in_bytes"] for p in parts], pa.int64()
+            ),
+            "file_count": pa.array([groups[p]["file_count"] for p in parts], pa.int64()),
+            "last_update_time": pa.array([groups[p]["last_update_time"] for p in parts], _MS),
+            "total_buckets": pa.array([store.num_buckets] * len(parts), pa.int32()),
+            "deleted_record_count": pa.array(
+                [groups[p]["deleted_record_count"] for p in parts], pa.int64()
+            ),
+        }
+    )
 
 
 def options_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
     items = sorted(store.schema.options.items())
-    return pa.table({
-        "key": pa.array([k for k, _ in items], pa.string()),
-        "value": pa.array([v for _, v in items], pa.string()),
-    })
+    return pa.table(
+        {
+            "key": pa.array([k for k, _ in items], pa.string()),
+            "value": pa.array([v for _, v in items], pa.string()),
+        }
+    )
 
 
 def schemas_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
     schemas = [store.schemas.schema(i) for i in store.schemas.list_ids()]
-    return pa.table({
-        "schema_id": pa.array([s.id for s in schemas], pa.int64()),
-        "fields": pa.array(
-            [json.dumps([T.field_to_json(f) for f in s.fields]) for s in schemas], pa.string()),
-        "partition_keys": pa.array([json.dumps(list(s.partition_keys)) for s in schemas],
-                                   pa.string()),
-        "primary_keys": pa.array([json.dumps(list(s.primary_keys)) for s in schemas],
-                                 pa.string()),
-        "options": pa.array([json.dumps(dict(s.options)) for s in schemas], pa.string()),
-        "comment": pa.array([s.comment for s in schemas], pa.string()),
-        "update_time": pa.array([_local_time(s.time_millis) for s in schemas], _MS),
-    })
+    return pa.table(
+        {
+            "schema_id": pa.array([s.id for s in schemas], pa.int64()),
+            "fields": pa.array(
+                [json.dumps([T.field_to_json(f) for f in s.fields]) for s in schemas], pa.string()
+            ),
+            "partition_keys": pa.array(
+                [json.dumps(list(s.partition_keys)) for s in schemas], pa.string()
+            ),
+            "primary_keys": pa.array(
+                [json.dumps(list(s.primary_keys)) for s in schemas], pa.string()
+            ),
+            "options": pa.array([json.dumps(dict(s.options)) for s in schemas], pa.string()),
+            "comment": pa.array([s.comment for s in schemas], pa.string()),
+            "update_time": pa.array([_local_time(s.time_millis) for s in schemas], _MS),
+        }
+    )
 
 
 SYSTEM_TABLES: dict[str, Callable[[FileStore, Snapshot | None], pa.Table]] = {

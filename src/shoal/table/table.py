@@ -59,8 +59,7 @@ class Scan:
         return read_table(self._store.file_io, self.plan(), self.schema, self.columns, self._dnf)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        return read_batches(self._store.file_io, self.plan(), self.schema, self.columns,
-                            self._dnf)
+        return read_batches(self._store.file_io, self.plan(), self.schema, self.columns, self._dnf)
 
 
 class Table:
@@ -154,7 +153,7 @@ class Table:
             messages = self._write(data)
         else:
             spec = codec.spec_values(partition, complete=False)
-            target = {k: v for k, v in spec.items()}
+            target = dict(spec.items())
 
             def scope(p: bytes) -> bool:
                 values = codec.to_dict(p)
@@ -231,13 +230,14 @@ class Table:
         tag: str | None = None,
         timestamp_ms: int | None = None,
         columns: Sequence[str] | None = None,
-        filter: Any = None,  # noqa: A002 - the documented keyword
+        filter: Any = None,
         read_optimized: bool = False,
     ) -> Scan:
         """Plan a read; at most one of snapshot_id, tag and timestamp_ms."""
         snapshot = self._resolve(snapshot_id, tag, timestamp_ms)
         schema = (
-            self._store.schema_of(snapshot.schema_id) if snapshot is not None
+            self._store.schema_of(snapshot.schema_id)
+            if snapshot is not None
             else self._store.schema
         )
         types = {f.name: f.type for f in schema.fields}
@@ -256,13 +256,17 @@ class Table:
         tag: str | None = None,
         timestamp_ms: int | None = None,
         columns: Sequence[str] | None = None,
-        filter: Any = None,  # noqa: A002 - the documented keyword
+        filter: Any = None,
         read_optimized: bool = False,
     ) -> pa.Table:
         """Rows of the latest snapshot, or of the one chosen by time travel."""
         return self.scan(
-            snapshot_id=snapshot_id, tag=tag, timestamp_ms=timestamp_ms, columns=columns,
-            filter=filter, read_optimized=read_optimized,
+            snapshot_id=snapshot_id,
+            tag=tag,
+            timestamp_ms=timestamp_ms,
+            columns=columns,
+            filter=filter,
+            read_optimized=read_optimized,
         ).to_arrow()
 
     def system_table(

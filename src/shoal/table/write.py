@@ -88,7 +88,8 @@ class RollingFileWriter:
             self._name = self.store.paths.new_data_file_name()
             self._sink = self.store.file_io.open_output_stream(f"{self._dir}/{self._name}")
             self._writer = pq.ParquetWriter(
-                self._sink, self.store.arrow_schema,
+                self._sink,
+                self.store.arrow_schema,
                 compression=self.store.file_compression,
             )
             self._stats = StatsCollector(self.store.schema.fields, self.store.stats_mode)
@@ -108,23 +109,25 @@ class RollingFileWriter:
         stats, stats_cols = self._stats.result()
         first = self._next_sequence
         self._next_sequence += self._rows
-        self._files.append(DataFileMeta(
-            file_name=self._name,
-            file_size=size,
-            row_count=self._rows,
-            min_key=binary_row.EMPTY_ROW,
-            max_key=binary_row.EMPTY_ROW,
-            key_stats=EMPTY_STATS,
-            value_stats=stats,
-            min_sequence_number=first,
-            max_sequence_number=first + self._rows - 1,
-            schema_id=self.store.schema.id,
-            level=0,
-            creation_time=_now_millis(),
-            delete_row_count=0,
-            file_source=FILE_SOURCE_APPEND,
-            value_stats_cols=stats_cols,
-        ))
+        self._files.append(
+            DataFileMeta(
+                file_name=self._name,
+                file_size=size,
+                row_count=self._rows,
+                min_key=binary_row.EMPTY_ROW,
+                max_key=binary_row.EMPTY_ROW,
+                key_stats=EMPTY_STATS,
+                value_stats=stats,
+                min_sequence_number=first,
+                max_sequence_number=first + self._rows - 1,
+                schema_id=self.store.schema.id,
+                level=0,
+                creation_time=_now_millis(),
+                delete_row_count=0,
+                file_source=FILE_SOURCE_APPEND,
+                value_stats_cols=stats_cols,
+            )
+        )
         self._writer, self._sink, self._stats = None, None, None
         self._rows = self._bytes = 0
 
@@ -183,9 +186,7 @@ class AppendWriter:
         groups = grouping.group_by(keys, use_threads=False).aggregate([(_ROW_COLUMN, "list")])
         indices = groups.column(f"{_ROW_COLUMN}_list")
         part_values = [groups.column(k).to_pylist() for k in store.schema.partition_keys]
-        bucket_values = (
-            groups.column(_BUCKET_COLUMN).to_pylist() if buckets is not None else None
-        )
+        bucket_values = groups.column(_BUCKET_COLUMN).to_pylist() if buckets is not None else None
         single = groups.num_rows == 1
         for g in range(groups.num_rows):
             values = tuple(column[g] for column in part_values)
@@ -211,9 +212,9 @@ class AppendWriter:
         for (partition, bucket), writer in self._writers.items():
             files = writer.close()
             if files:
-                messages.append(CommitMessage(
-                    partition, bucket, self.store.num_buckets, tuple(files)
-                ))
+                messages.append(
+                    CommitMessage(partition, bucket, self.store.num_buckets, tuple(files))
+                )
         self._writers.clear()
         return messages
 
