@@ -32,10 +32,11 @@ class FileStore:
         self.root = root
         self.schema = schema
         self.options = Options(schema.options)
-        if self.options.get(O.FILE_FORMAT) != "parquet":
+        file_format = schema.options.get(O.FILE_FORMAT.key, O.FILE_FORMAT.default)
+        if file_format != "parquet":
             raise UnsupportedFeatureError(
-                f"table {uri!r} stores {self.options.get(O.FILE_FORMAT)} data files; shoal "
-                "reads and writes Parquet tables only"
+                f"table {uri!r} stores {file_format} data files; shoal reads and writes "
+                "Parquet tables only"
             )
         self.paths = PathFactory(root, data_file_prefix=self.options.get(O.DATA_FILE_PREFIX))
         self.snapshots = SnapshotManager(file_io, self.paths)
