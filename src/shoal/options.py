@@ -195,6 +195,15 @@ PARTITION_DEFAULT_NAME = _declare(
         "Directory name used for a null or empty partition value.",
     )
 )
+PARTITION_LEGACY_NAME = _declare(
+    Option(
+        "partition.legacy-name",
+        _parse_bool,
+        True,
+        "Name partition directories by the values' internal form (a DATE as its day number), "
+        "as Paimon does by default; false spells dates and timestamps as text.",
+    )
+)
 DATA_FILE_PREFIX = _declare(
     Option("data-file.prefix", _parse_str, "data-", "Prefix of data file names.")
 )

@@ -153,7 +153,7 @@ def test_commit_gives_up_after_max_retries(catalog: shoal.Catalog) -> None:
 
     snapshots.try_publish = always_taken  # type: ignore[method-assign]
     try:
-        with pytest.raises(shoal.CommitConflictError, match="commit.max-retries"):
+        with pytest.raises(shoal.CommitConflictError, match=r"commit\.max-retries"):
             table.append(events([1]))
     finally:
         snapshots.try_publish = real_publish  # type: ignore[method-assign]

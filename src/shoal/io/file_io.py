@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 logger = logging.getLogger(__name__)
@@ -147,6 +148,13 @@ class LocalFileIO(FileIO):
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
+
+    def open_output_stream(self, path: str) -> Any:
+        try:
+            return pa.OSFile(path, "wb")
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            return pa.OSFile(path, "wb")
 
     def delete(self, path: str) -> bool:
         try:

@@ -40,6 +40,10 @@ def _write(value: Any, depth: int, out: list[str]) -> None:
                 out.append(", ")
             _write(item, depth, out)
         out.append(" ]")
+    elif isinstance(value, bool) or value is None:
+        out.append("true" if value else "false" if value is not None else "null")
+    elif isinstance(value, int):
+        out.append(str(value))
     else:
         out.append(json.dumps(value, ensure_ascii=False))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime, time
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
@@ -20,10 +20,11 @@ PartitionValues = tuple[Any, ...]
 class PartitionCodec:
     """Turns a table's partition values into bytes, paths and dicts, and back."""
 
-    def __init__(self, schema: TableSchema, default_name: str) -> None:
+    def __init__(self, schema: TableSchema, default_name: str, *, legacy_name: bool = True) -> None:
         self.keys = tuple(schema.partition_keys)
         self.types: tuple[T.DataType, ...] = tuple(schema.partition_types())
         self.default_name = default_name
+        self.legacy_name = legacy_name
         self._decode = lru_cache(maxsize=65536)(self._decode_uncached)
         self._path = lru_cache(maxsize=65536)(self._path_uncached)
 
@@ -48,13 +49,26 @@ class PartitionCodec:
         )
 
     def value_string(self, value: Any) -> str:
-        """A partition value as its directory name spells it."""
+        """A partition value as its directory name spells it.
+
+        Paimon's default (``partition.legacy-name`` = true) prints the value's internal
+        form: a DATE as its day number, a TIMESTAMP as Java's ``LocalDateTime``
+        string. Other Paimon writers agree on these names, so shoal does the same.
+        """
         if value is None or (isinstance(value, str) and value.strip() == ""):
             return self.default_name
         if isinstance(value, bool):
             return "true" if value else "false"
         if isinstance(value, datetime):
-            return value.replace(tzinfo=None).isoformat(sep=" ")
+            naive = value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+            return _java_local_date_time(naive) if self.legacy_name else str(naive)
+        if isinstance(value, date):
+            return str(binary_row.date_to_days(value)) if self.legacy_name else value.isoformat()
+        if isinstance(value, time) and self.legacy_name:
+            return str(
+                (value.hour * 3600 + value.minute * 60 + value.second) * 1000
+                + value.microsecond // 1000
+            )
         return str(value)
 
     def to_dict(self, data: bytes) -> dict[str, Any]:
@@ -132,6 +146,17 @@ def coerce_value(value: Any, data_type: T.DataType, column: str) -> Any:
             f"value {value!r} for column {column!r} is not a {T.type_string(data_type)}"
         ) from None
     return value
+
+
+def _java_local_date_time(value: datetime) -> str:
+    """``java.time.LocalDateTime#toString``: seconds and fractions only when non-zero."""
+    text = value.strftime("%Y-%m-%dT%H:%M")
+    if value.second or value.microsecond:
+        text += f":{value.second:02d}"
+    if value.microsecond:
+        micros = f"{value.microsecond:06d}"
+        text += "." + (micros[:3] if micros.endswith("000") else micros)
+    return text
 
 
 def partition_tuple(spec: Mapping[str, Any], keys: Sequence[str]) -> PartitionValues:

@@ -41,7 +41,11 @@ class FileStore:
         self.paths = PathFactory(root, data_file_prefix=self.options.get(O.DATA_FILE_PREFIX))
         self.snapshots = SnapshotManager(file_io, self.paths)
         self.schemas = SchemaManager(file_io, self.paths)
-        self.partitions = PartitionCodec(schema, self.options.get(O.PARTITION_DEFAULT_NAME))
+        self.partitions = PartitionCodec(
+            schema,
+            self.options.get(O.PARTITION_DEFAULT_NAME),
+            legacy_name=self.options.get(O.PARTITION_LEGACY_NAME),
+        )
         self.manifests = ManifestStore(
             file_io,
             self.paths,

@@ -9,6 +9,7 @@ are left for orphan cleanup.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from shoal.spec import binary_row
@@ -27,9 +29,6 @@ from shoal.table.stats_collector import StatsCollector
 
 if TYPE_CHECKING:
     from shoal.table.store import FileStore
-
-_BUCKET_COLUMN = "__shoal_bucket"
-_ROW_COLUMN = "__shoal_row"
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,45 +165,40 @@ class AppendWriter:
                     writer.write(rows)
 
     def _split(self, table: pa.Table) -> Iterator[tuple[tuple[bytes, int], pa.Table]]:
+        """Rows grouped by (partition, bucket): one stable sort by a combined group code,
+        then zero-copy slices of the sorted table."""
         store = self.store
-        keys = list(store.schema.partition_keys)
-        num_buckets = store.num_buckets
-        buckets = None
-        if num_buckets > 0:
+        codes = np.zeros(table.num_rows, dtype=np.int64)
+        dictionaries: list[pa.Array] = []
+        for key in store.schema.partition_keys:
+            encoded = pc.dictionary_encode(table.column(key), null_encoding="encode")
+            encoded = encoded.combine_chunks()
+            dictionaries.append(encoded.dictionary)
+            indices = encoded.indices.to_numpy(zero_copy_only=False)
+            codes = codes * len(encoded.dictionary) + indices
+        num_buckets = max(store.num_buckets, 1)
+        if store.num_buckets > 0:
             buckets = assign_buckets(table, store.bucket_keys, store.bucket_key_types, num_buckets)
-            keys.append(_BUCKET_COLUMN)
-        if not keys:
-            yield (binary_row.serialize((), ()), 0), table
-            return
-        if len(keys) == 1 and buckets is not None:
-            yield from self._split_by_bucket(table, buckets)
-            return
-        grouping = table.select(store.schema.partition_keys)
-        if buckets is not None:
-            grouping = grouping.append_column(_BUCKET_COLUMN, pa.array(buckets))
-        grouping = grouping.append_column(_ROW_COLUMN, pa.array(np.arange(table.num_rows)))
-        groups = grouping.group_by(keys, use_threads=False).aggregate([(_ROW_COLUMN, "list")])
-        indices = groups.column(f"{_ROW_COLUMN}_list")
-        part_values = [groups.column(k).to_pylist() for k in store.schema.partition_keys]
-        bucket_values = groups.column(_BUCKET_COLUMN).to_pylist() if buckets is not None else None
-        single = groups.num_rows == 1
-        for g in range(groups.num_rows):
-            values = tuple(column[g] for column in part_values)
-            partition = store.partitions.to_bytes(values)
-            bucket = bucket_values[g] if bucket_values is not None else 0
-            rows = table if single else table.take(indices[g].values)
-            yield (partition, bucket), rows
+            codes = codes * num_buckets + buckets
 
-    def _split_by_bucket(
-        self, table: pa.Table, buckets: np.ndarray
-    ) -> Iterator[tuple[tuple[bytes, int], pa.Table]]:
-        partition = binary_row.serialize((), ())
-        order = np.argsort(buckets, kind="stable")
-        sorted_buckets = buckets[order]
-        bounds = np.flatnonzero(np.diff(sorted_buckets)) + 1
-        for chunk in np.split(np.arange(len(order)), bounds):
-            if len(chunk):
-                yield (partition, int(sorted_buckets[chunk[0]])), table.take(order[chunk])
+        def group_key(code: int) -> tuple[bytes, int]:
+            code, bucket = divmod(code, num_buckets)
+            values = []
+            for dictionary in reversed(dictionaries):
+                code, index = divmod(code, len(dictionary))
+                values.append(dictionary[index].as_py())
+            return store.partitions.to_bytes(tuple(reversed(values))), bucket
+
+        if (codes == codes[0]).all():
+            yield group_key(int(codes[0])), table
+            return
+        order = np.argsort(codes, kind="stable")
+        ordered_codes = codes[order]
+        starts = np.flatnonzero(np.diff(ordered_codes)) + 1
+        bounds = [0, *starts.tolist(), len(order)]
+        ordered = table.take(order)
+        for start, end in itertools.pairwise(bounds):
+            yield group_key(int(ordered_codes[start])), ordered.slice(start, end - start)
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Close every open file and describe what was written, per bucket."""
