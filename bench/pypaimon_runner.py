@@ -1,0 +1,130 @@
+"""The pypaimon side of the benchmark, run by the pypaimon virtualenv's python.
+
+Standalone on purpose: pypaimon 2.1.0 pins pyarrow<20, so this script runs in
+``.venvs/pypaimon`` and imports neither shoal nor the rest of ``bench``. It speaks
+the same protocol as ``bench.worker``: ``probe`` and ``version`` print one JSON
+object; ``append`` serves one append per line of stdin (see ``bench.worker``).
+
+    python pypaimon_runner.py append --data appends.arrow --warehouse DIR --table db.t
+    python pypaimon_runner.py probe --table-path DIR/db.db/t
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+import pyarrow as pa
+import pyarrow.dataset  # imported before any timing, as in every worker
+import pyarrow.parquet
+
+PARTITION_KEY = "dt"
+
+
+def _read_appends(path: str) -> list[pa.Table]:
+    with pa.OSFile(path, "rb") as source:
+        reader = pa.ipc.open_file(source)
+        return [
+            pa.Table.from_batches([reader.get_batch(i)]) for i in range(reader.num_record_batches)
+        ]
+
+
+class Appender:
+    """Creates the table; each ``append(i)`` is one batch write: write, prepare, commit."""
+
+    def __init__(self, data: str, warehouse: str, table_name: str) -> None:
+        from pypaimon import CatalogFactory, Schema
+
+        self.tables = _read_appends(data)
+        catalog = CatalogFactory.create({"warehouse": warehouse})
+        catalog.create_database(table_name.split(".", maxsplit=1)[0], True)
+        schema = Schema.from_pyarrow_schema(self.tables[0].schema, partition_keys=[PARTITION_KEY])
+        catalog.create_table(table_name, schema, False)
+        self.table = catalog.get_table(table_name)
+
+    def append(self, index: int) -> None:
+        builder = self.table.new_batch_write_builder()
+        write = builder.new_write()
+        commit = builder.new_commit()
+        write.write_arrow(self.tables[index])
+        commit.commit(write.prepare_commit())
+        write.close()
+        commit.close()
+
+    def result(self) -> dict[str, Any]:
+        return {"table_path": self.table.table_path}
+
+
+def serve(appender: Appender, out: TextIO) -> None:
+    """Answer the parent's append requests until it says stop (see bench.worker)."""
+    out.write("ready\n")
+    out.flush()
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "stop":
+            break
+        start = time.perf_counter()
+        appender.append(int(command))
+        out.write(f"{time.perf_counter() - start!r}\n")
+        out.flush()
+    out.write(json.dumps(appender.result()) + "\n")
+    out.flush()
+
+
+def probe(table_path: str) -> dict[str, Any]:
+    """Cold planning of the latest snapshot by a fresh handle, then reading every split."""
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    gc.collect()
+    start = time.perf_counter()
+    table = FileStoreTable.from_path(table_path)
+    builder = table.new_read_builder()
+    splits = builder.new_scan().plan().splits()
+    planned = time.perf_counter()
+    result = builder.new_read().to_arrow(splits)
+    done = time.perf_counter()
+    files = sum(len(s.files) for s in splits)
+    return {
+        "plan_s": planned - start,
+        "read_s": done - planned,
+        "rows": result.num_rows,
+        "files": files,
+        "splits": len(splits),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pypaimon_runner")
+    sub = parser.add_subparsers(dest="op", required=True)
+    p_append = sub.add_parser("append")
+    p_append.add_argument("--data", required=True)
+    p_append.add_argument("--warehouse", required=True)
+    p_append.add_argument("--table", required=True)
+    p_probe = sub.add_parser("probe")
+    p_probe.add_argument("--table-path", required=True)
+    p_sub = sub.add_parser("version")
+    del p_sub
+    args = parser.parse_args(argv)
+
+    # the protocol owns stdout; anything a library prints goes to stderr
+    out, sys.stdout = sys.stdout, sys.stderr
+    if args.op == "append":
+        serve(Appender(args.data, args.warehouse, args.table), out)
+        return 0
+    if args.op == "probe":
+        result = probe(args.table_path)
+    else:
+        from importlib.metadata import version
+
+        result = {"pypaimon": version("pypaimon"), "pyarrow": pa.__version__}
+    out.write(json.dumps(result) + "\n")
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
