@@ -39,6 +39,9 @@ class FileIO:
     """
 
     atomic_create = False
+    # Whether many small reads gain from running on the I/O pool: yes where each read
+    # waits on the network; on a local disk decoding (which holds the GIL) dominates.
+    concurrent_reads = True
 
     def __init__(self, fs: pafs.FileSystem) -> None:
         self.fs = fs
@@ -117,6 +120,7 @@ class LocalFileIO(FileIO):
     """
 
     atomic_create = True
+    concurrent_reads = False
 
     def __init__(self) -> None:
         super().__init__(pafs.LocalFileSystem())

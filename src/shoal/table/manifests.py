@@ -106,7 +106,10 @@ class ManifestStore:
         return entries
 
     def read_manifests(self, metas: Sequence[ManifestFileMeta]) -> list[list[ManifestEntry]]:
-        """Entries of several manifests, read in parallel, in the order given."""
+        """Entries of several manifests, in the order given (read in parallel where the
+        filesystem gains from it)."""
+        if not self.file_io.concurrent_reads:
+            return [self.read_manifest(m.file_name) for m in metas]
         return parallel_map(lambda m: self.read_manifest(m.file_name), metas)
 
     # --- writing -----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ bounds every value (and dropped if that is impossible).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -81,12 +82,11 @@ _VARLEN = (T.VARCHAR, T.CHAR, T.BINARY, T.VARBINARY)
 def _min_max(column: pa.ChunkedArray, t: T.AtomicType) -> tuple[Any, Any]:
     if t.root in (T.TIMESTAMP, T.TIMESTAMP_LTZ):
         return _timestamp_min_max(column, t.root == T.TIMESTAMP_LTZ)
-    if t.root in (T.FLOAT, T.DOUBLE):
-        column = pc.filter(column, pc.invert(pc.is_nan(column)))
-        if len(column) == 0:
-            return None, None
     result = pc.min_max(column)
-    return result["min"].as_py(), result["max"].as_py()
+    low, high = result["min"].as_py(), result["max"].as_py()
+    if t.root in (T.FLOAT, T.DOUBLE) and math.isnan(low):  # Arrow skips NaN unless all are
+        return None, None
+    return low, high
 
 
 def _timestamp_min_max(column: pa.ChunkedArray, utc: bool) -> tuple[Any, Any]:

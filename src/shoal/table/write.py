@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from shoal.io import parallel_map
 from shoal.spec import binary_row
 from shoal.spec.data_file import FILE_SOURCE_APPEND, DataFileMeta
 from shoal.spec.stats import EMPTY_STATS
@@ -29,6 +30,9 @@ from shoal.table.stats_collector import StatsCollector
 
 if TYPE_CHECKING:
     from shoal.table.store import FileStore
+
+
+_PARALLEL_WRITE_BYTES = 8 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,11 +161,20 @@ class AppendWriter:
         )
         for batch in batches:
             table = conform(batch, self.store.arrow_schema)
-            if table.num_rows:
-                for key, rows in self._split(table):
-                    writer = self._writers.get(key)
-                    if writer is None:
-                        writer = self._writers[key] = RollingFileWriter(self.store, *key)
+            if not table.num_rows:
+                continue
+            work = []
+            for key, rows in self._split(table):
+                writer = self._writers.get(key)
+                if writer is None:
+                    writer = self._writers[key] = RollingFileWriter(self.store, *key)
+                work.append((writer, rows))
+            if table.nbytes >= _PARALLEL_WRITE_BYTES:
+                # Files of different buckets are independent and Parquet encoding releases
+                # the GIL; for small writes a thread hand-off costs more than it saves.
+                parallel_map(lambda item: item[0].write(item[1]), work)
+            else:
+                for writer, rows in work:
                     writer.write(rows)
 
     def _split(self, table: pa.Table) -> Iterator[tuple[tuple[bytes, int], pa.Table]]:

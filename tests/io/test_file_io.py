@@ -1,0 +1,101 @@
+"""FileIO's contract, for the local-disk implementation and the generic pyarrow.fs one."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pyarrow.fs as pafs
+import pytest
+
+from shoal.catalog import build_schema
+from shoal.io import FileIO, LocalFileIO, file_io_for, parallel_map
+from shoal.table.paths import PathFactory
+from shoal.table.schema_manager import SchemaManager
+from shoal.table.store import FileStore
+from shoal.table.table import Table
+from tests.conftest import EVENTS_SCHEMA, events
+
+
+@pytest.fixture(params=["local", "generic"])
+def file_io(request: pytest.FixtureRequest) -> FileIO:
+    return LocalFileIO() if request.param == "local" else FileIO(pafs.LocalFileSystem())
+
+
+def test_read_write_list_delete(file_io: FileIO, tmp_path: Path) -> None:
+    path = f"{tmp_path}/a/b/file"
+    file_io.write_bytes(path, b"hello")
+    assert file_io.read_bytes(path) == b"hello"
+    assert file_io.exists(path)
+    file_io.write_bytes(path, b"replaced")
+    assert file_io.read_bytes(path) == b"replaced"
+    [status] = file_io.list_status(f"{tmp_path}/a/b")
+    assert (status.path, status.size, status.is_dir) == (path, 8, False)
+    assert status.mtime_ms > 0
+    assert file_io.list_status(f"{tmp_path}/missing") == []
+    assert file_io.delete(path)
+    assert not file_io.delete(path)
+    with pytest.raises(FileNotFoundError):
+        file_io.read_bytes(path)
+
+
+def test_try_create_does_not_replace(file_io: FileIO, tmp_path: Path) -> None:
+    path = f"{tmp_path}/x/snapshot-1"
+    assert file_io.try_create(path, b"first")
+    assert not file_io.try_create(path, b"second")
+    assert file_io.read_bytes(path) == b"first"
+    assert [s.path for s in file_io.list_status(f"{tmp_path}/x")] == [path]
+
+
+def test_local_create_has_exactly_one_winner(tmp_path: Path) -> None:
+    file_io = LocalFileIO()
+    path = f"{tmp_path}/race"
+    winners = []
+    barrier = threading.Barrier(8)
+
+    def race(i: int) -> None:
+        barrier.wait()
+        if file_io.try_create(path, f"writer {i}".encode()):
+            winners.append(i)
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(winners) == 1
+    assert file_io.read_bytes(path) == f"writer {winners[0]}".encode()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["race"]  # no temporary left
+
+
+def test_uris_resolve_to_filesystem_paths(tmp_path: Path) -> None:
+    io, path = file_io_for(f"file://{tmp_path}/wh")
+    assert isinstance(io, LocalFileIO)
+    assert path == f"{tmp_path}/wh"
+    assert file_io_for(str(tmp_path))[1] == str(tmp_path)
+
+
+def test_parallel_map_keeps_order_and_raises() -> None:
+    assert parallel_map(lambda x: x * 2, range(50)) == [x * 2 for x in range(50)]
+
+    def boom(x: int) -> int:
+        if x == 7:
+            raise ValueError("seven")
+        return x
+
+    with pytest.raises(ValueError, match="seven"):
+        parallel_map(boom, range(10))
+
+
+def test_a_table_through_the_generic_file_io(tmp_path: Path) -> None:
+    """The code path object stores take (no hard links, pyarrow streams for everything)."""
+    file_io = FileIO(pafs.LocalFileSystem())
+    root = f"{tmp_path}/db.db/t"
+    schema = build_schema(EVENTS_SCHEMA, ["dt"], [], {}, None)
+    assert SchemaManager(file_io, PathFactory(root)).try_create(schema)
+    table = Table(FileStore(file_io, root, root, schema))
+    table.append(events(range(5)))
+    table.append(events(range(5, 9), dt="2026-11-02"))
+    table.drop_partitions([{"dt": "2026-11-01"}])
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [5, 6, 7, 8]
+    assert table.to_arrow(snapshot_id=2).num_rows == 9
