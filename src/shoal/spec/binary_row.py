@@ -25,7 +25,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 from shoal.spec import types as T
@@ -80,8 +80,13 @@ def millis_to_datetime(millis: int, nanos: int = 0, *, utc: bool = False) -> dat
     return base + timedelta(milliseconds=millis, microseconds=nanos // 1000)
 
 
+# Wide enough for DECIMAL(38, s) and its scaling; Python's default context keeps 28 digits.
+_DECIMALS = Context(prec=80, rounding=ROUND_HALF_UP)
+
+
 def decimal_unscaled(value: Decimal | int | float, scale: int) -> int:
-    return int(Decimal(value).scaleb(scale).to_integral_value())
+    """The unscaled integer of ``value`` at ``scale``, rounding half up as Java does."""
+    return int(Decimal(value).scaleb(scale, _DECIMALS).to_integral_value(context=_DECIMALS))
 
 
 def _time_to_millis(value: time | int) -> int:
@@ -230,13 +235,17 @@ def _decode_value(row: memoryview, slot: int, t: T.AtomicType) -> Any:
             unscaled = word
         else:
             offset, length = word >> 32, word & 0xFFFFFFFF
+            if length > 16 or offset + length > len(row):
+                raise ValueError("decimal field points past the end of the row")
             unscaled = int.from_bytes(row[offset : offset + length], "big", signed=True)
-        return Decimal(unscaled).scaleb(-t.scale)
+        return Decimal(unscaled).scaleb(-t.scale, _DECIMALS)
     if root in (T.TIMESTAMP, T.TIMESTAMP_LTZ):
         utc = root == T.TIMESTAMP_LTZ
         if is_compact_timestamp(t.precision or 0):
             return millis_to_datetime(word, utc=utc)
         offset, nanos = word >> 32, word & 0xFFFFFFFF
+        if offset + 8 > len(row):
+            raise ValueError("timestamp field points past the end of the row")
         return millis_to_datetime(_LONG.unpack_from(row, offset)[0], nanos, utc=utc)
     raise AssertionError(root)
 

@@ -27,7 +27,7 @@ def _write(value: Any, depth: int, out: list[str]) -> None:
         for i, (key, item) in enumerate(value.items()):
             if i:
                 out.append(",\n")
-            out.append(f"{pad}{json.dumps(key)} : ")
+            out.append(f"{pad}{json.dumps(key, ensure_ascii=False)} : ")
             _write(item, depth + 1, out)
         out.append("\n" + "  " * depth + "}")
     elif isinstance(value, list | tuple):

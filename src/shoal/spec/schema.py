@@ -50,19 +50,19 @@ class TableSchema:
         return [f.type for f in self.partition_fields()]
 
     def to_json(self) -> str:
-        return jsonfmt.dumps(
-            {
-                "version": self.version,
-                "id": self.id,
-                "fields": [T.field_to_json(f) for f in self.fields],
-                "highestFieldId": self.highest_field_id,
-                "partitionKeys": list(self.partition_keys),
-                "primaryKeys": list(self.primary_keys),
-                "options": dict(self.options),
-                "comment": self.comment,
-                "timeMillis": self.time_millis,
-            }
-        )
+        data: dict[str, Any] = {
+            "version": self.version,
+            "id": self.id,
+            "fields": [T.field_to_json(f) for f in self.fields],
+            "highestFieldId": self.highest_field_id,
+            "partitionKeys": list(self.partition_keys),
+            "primaryKeys": list(self.primary_keys),
+            "options": dict(self.options),
+        }
+        if self.comment is not None:  # Paimon omits a null comment
+            data["comment"] = self.comment
+        data["timeMillis"] = self.time_millis
+        return jsonfmt.dumps(data)
 
     @staticmethod
     def from_json(text: str | bytes, path: str) -> TableSchema:

@@ -43,6 +43,23 @@ _FIELDS: tuple[tuple[str, str, bool], ...] = (
 )
 
 
+_INT_FIELDS = (
+    "version",
+    "id",
+    "schema_id",
+    "commit_identifier",
+    "time_millis",
+    "total_record_count",
+    "delta_record_count",
+    "base_manifest_list_size",
+    "delta_manifest_list_size",
+    "changelog_manifest_list_size",
+    "changelog_record_count",
+    "watermark",
+    "next_row_id",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """One committed version of a table.
@@ -96,8 +113,19 @@ class Snapshot:
                 values[attr] = data[name]
             elif required:
                 raise CorruptMetadataError(path, f"required field {name!r} is missing")
-        version = values.get("version")
-        if not isinstance(version, int) or version > SNAPSHOT_VERSION:
+            if required and values.get(attr) is None:
+                raise CorruptMetadataError(path, f"required field {name!r} is null")
+        for attr in _INT_FIELDS:
+            value = values.get(attr)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise CorruptMetadataError(path, f"field {attr!r} is not an integer: {value!r}")
+        for attr in ("base_manifest_list", "delta_manifest_list", "commit_user", "commit_kind"):
+            if not isinstance(values.get(attr), str):
+                raise CorruptMetadataError(path, f"field {attr!r} is not a string")
+        if not isinstance(values.get("properties") or {}, dict):
+            raise CorruptMetadataError(path, "field 'properties' is not an object")
+        version = values["version"]
+        if version < 1 or version > SNAPSHOT_VERSION:
             raise CorruptMetadataError(
                 path, f"snapshot format version {version!r} is not one shoal reads (1..3)"
             )
@@ -113,7 +141,4 @@ class Snapshot:
             raise CorruptMetadataError(path, f"not valid JSON ({exc})") from None
         if not isinstance(data, dict):
             raise CorruptMetadataError(path, "not a JSON object")
-        try:
-            return Snapshot.from_json_dict(data, path)
-        except TypeError as exc:
-            raise CorruptMetadataError(path, f"unexpected field value ({exc})") from None
+        return Snapshot.from_json_dict(data, path)

@@ -89,10 +89,11 @@ def _slot_values(column: pa.ChunkedArray | pa.Array, t: T.AtomicType) -> np.ndar
     n = len(column)
     out = np.zeros((n, 8), dtype=np.uint8)
     if t.root in (T.TIMESTAMP, T.TIMESTAMP_LTZ):
-        millis = pc.cast(
-            column, pa.timestamp("ms", tz="UTC" if t.root == T.TIMESTAMP_LTZ else None), safe=False
-        )
-        values = pc.cast(millis, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        # Epoch millis, floored (not truncated toward zero) as Paimon's Timestamp is.
+        per_milli = {"s": -1000, "ms": 1, "us": 1000, "ns": 1_000_000}[column.type.unit]
+        raw = pc.cast(column, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        raw = np.asarray(raw, dtype=np.int64)
+        values = raw * -per_milli if per_milli < 0 else np.floor_divide(raw, per_milli)
         out[:, :] = values.astype("<i8").view(np.uint8).reshape(n, 8)
         return out
     dtype, width = _FIXED_WIDTH[t.root]

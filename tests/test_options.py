@@ -1,0 +1,255 @@
+"""Table options: Paimon's duration and memory-size syntax, typed defaults, validation."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+import shoal
+from shoal import options as O
+from shoal.options import Option, Options
+
+# --- durations ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1 h", timedelta(hours=1)),
+        ("1h", timedelta(hours=1)),
+        ("2 hours", timedelta(hours=2)),
+        ("1 hour", timedelta(hours=1)),
+        ("30 min", timedelta(minutes=30)),
+        ("30min", timedelta(minutes=30)),
+        ("5 m", timedelta(minutes=5)),
+        ("5 minutes", timedelta(minutes=5)),
+        ("1ms", timedelta(milliseconds=1)),
+        ("250 millis", timedelta(milliseconds=250)),
+        ("7 d", timedelta(days=7)),
+        ("1 day", timedelta(days=1)),
+        ("3 days", timedelta(days=3)),
+        ("10 s", timedelta(seconds=10)),
+        ("10s", timedelta(seconds=10)),
+        ("45 sec", timedelta(seconds=45)),
+        ("2 seconds", timedelta(seconds=2)),
+        ("1500 us", timedelta(microseconds=1500)),
+        ("1500 µs", timedelta(microseconds=1500)),
+        ("2000000 ns", timedelta(milliseconds=2)),
+        ("0 s", timedelta(0)),
+        ("1 H", timedelta(hours=1)),
+        ("30 MIN", timedelta(minutes=30)),
+        ("  12 h  ", timedelta(hours=12)),
+    ],
+)
+def test_parse_duration(text: str, expected: timedelta) -> None:
+    assert O.parse_duration(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0", timedelta(0)),
+        ("1", timedelta(milliseconds=1)),
+        ("1500", timedelta(milliseconds=1500)),
+        ("86400000", timedelta(days=1)),
+    ],
+)
+def test_bare_number_is_milliseconds(text: str, expected: timedelta) -> None:
+    assert O.parse_duration(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "h", "1 fortnight", "-1 s", "1 h 30 min", "one hour", "1e3", "1,5 s", "1 hh"],
+)
+def test_invalid_duration(text: str) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        O.parse_duration(text)
+
+
+# --- memory sizes ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("128 mb", 128 << 20),
+        ("8MB", 8 << 20),
+        ("8mb", 8 << 20),
+        ("1 gb", 1 << 30),
+        ("1g", 1 << 30),
+        ("2 m", 2 << 20),
+        ("64 kb", 64 << 10),
+        ("64k", 64 << 10),
+        ("3 tb", 3 << 40),
+        ("10 b", 10),
+        ("10 bytes", 10),
+        ("1 mebibytes", 1 << 20),
+        ("1 kibibytes", 1 << 10),
+        ("1 gibibytes", 1 << 30),
+        ("0", 0),
+        ("4096", 4096),
+        ("  16 MB ", 16 << 20),
+    ],
+)
+def test_parse_memory_size(text: str, expected: int) -> None:
+    assert O.parse_memory_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "mb", "12 parsecs", "-1 mb", "1 mb 2 kb", "lots"])
+def test_invalid_memory_size(text: str) -> None:
+    with pytest.raises(ValueError, match="memory size"):
+        O.parse_memory_size(text)
+
+
+# --- declared options --------------------------------------------------------------------------
+
+# Every declared option's key, as Paimon spells it: they are on-disk format.
+DECLARED_KEYS = {
+    "BUCKET": "bucket",
+    "BUCKET_KEY": "bucket-key",
+    "FILE_FORMAT": "file.format",
+    "FILE_COMPRESSION": "file.compression",
+    "TARGET_FILE_SIZE": "target-file-size",
+    "PARTITION_DEFAULT_NAME": "partition.default-name",
+    "PARTITION_LEGACY_NAME": "partition.legacy-name",
+    "DATA_FILE_PREFIX": "data-file.prefix",
+    "STATS_MODE": "metadata.stats-mode",
+    "MANIFEST_TARGET_FILE_SIZE": "manifest.target-file-size",
+    "MANIFEST_MERGE_MIN_COUNT": "manifest.merge-min-count",
+    "MANIFEST_FULL_COMPACTION_SIZE": "manifest.full-compaction-threshold-size",
+    "MANIFEST_COMPRESSION": "manifest.compression",
+    "COMMIT_MAX_RETRIES": "commit.max-retries",
+    "SPLIT_TARGET_SIZE": "source.split.target-size",
+    "SPLIT_OPEN_FILE_COST": "source.split.open-file-cost",
+    "SNAPSHOT_NUM_RETAINED_MIN": "snapshot.num-retained.min",
+    "SNAPSHOT_NUM_RETAINED_MAX": "snapshot.num-retained.max",
+    "SNAPSHOT_TIME_RETAINED": "snapshot.time-retained",
+    "SNAPSHOT_EXPIRE_LIMIT": "snapshot.expire.limit",
+}
+
+
+@pytest.mark.parametrize(("attribute", "key"), list(DECLARED_KEYS.items()))
+def test_option_key_is_pinned(attribute: str, key: str) -> None:
+    assert getattr(O, attribute).key == key
+
+
+def test_declared_is_exactly_the_pinned_keys_in_order() -> None:
+    assert [o.key for o in O.declared()] == list(DECLARED_KEYS.values())
+    assert all(o.doc for o in O.declared())
+
+
+DEFAULTS = [
+    (O.BUCKET, -1),
+    (O.BUCKET_KEY, ""),
+    (O.FILE_FORMAT, "parquet"),
+    (O.FILE_COMPRESSION, "zstd"),
+    (O.TARGET_FILE_SIZE, 128 << 20),
+    (O.PARTITION_DEFAULT_NAME, "__DEFAULT_PARTITION__"),
+    (O.PARTITION_LEGACY_NAME, True),
+    (O.DATA_FILE_PREFIX, "data-"),
+    (O.STATS_MODE, "truncate(16)"),
+    (O.MANIFEST_TARGET_FILE_SIZE, 8 << 20),
+    (O.MANIFEST_MERGE_MIN_COUNT, 30),
+    (O.MANIFEST_FULL_COMPACTION_SIZE, 16 << 20),
+    (O.MANIFEST_COMPRESSION, "zstd"),
+    (O.COMMIT_MAX_RETRIES, 10),
+    (O.SPLIT_TARGET_SIZE, 128 << 20),
+    (O.SPLIT_OPEN_FILE_COST, 4 << 20),
+    (O.SNAPSHOT_NUM_RETAINED_MIN, 10),
+    (O.SNAPSHOT_NUM_RETAINED_MAX, 2**31 - 1),
+    (O.SNAPSHOT_TIME_RETAINED, timedelta(hours=1)),
+    (O.SNAPSHOT_EXPIRE_LIMIT, 50),
+]
+
+
+@pytest.mark.parametrize(("option", "default"), DEFAULTS, ids=[o.key for o, _ in DEFAULTS])
+def test_typed_default(option: Option[object], default: object) -> None:
+    assert option.default == default
+    assert option.get({}) == default
+    assert Options({}).get(option) == default
+    assert type(option.get({})) is type(default)
+
+
+@pytest.mark.parametrize(
+    ("option", "raw", "value"),
+    [
+        (O.BUCKET, "4", 4),
+        (O.BUCKET, " 16 ", 16),
+        (O.BUCKET, "-1", -1),
+        (O.BUCKET_KEY, "a,b", "a,b"),
+        (O.TARGET_FILE_SIZE, "256 mb", 256 << 20),
+        (O.MANIFEST_TARGET_FILE_SIZE, "2MB", 2 << 20),
+        (O.MANIFEST_MERGE_MIN_COUNT, "2", 2),
+        (O.MANIFEST_COMPRESSION, "none", "none"),
+        (O.MANIFEST_COMPRESSION, "snappy", "snappy"),
+        (O.COMMIT_MAX_RETRIES, "0", 0),
+        (O.SPLIT_OPEN_FILE_COST, "1024", 1024),
+        (O.SNAPSHOT_TIME_RETAINED, "30 min", timedelta(minutes=30)),
+        (O.SNAPSHOT_TIME_RETAINED, "7 d", timedelta(days=7)),
+        (O.SNAPSHOT_TIME_RETAINED, "60000", timedelta(minutes=1)),
+        (O.SNAPSHOT_NUM_RETAINED_MIN, "1", 1),
+        (O.SNAPSHOT_EXPIRE_LIMIT, "5", 5),
+        (O.PARTITION_DEFAULT_NAME, "NULL_PART", "NULL_PART"),
+        (O.PARTITION_LEGACY_NAME, "false", False),
+        (O.PARTITION_LEGACY_NAME, "FALSE", False),
+        (O.PARTITION_LEGACY_NAME, " True ", True),
+    ],
+)
+def test_typed_value(option: Option[object], raw: str, value: object) -> None:
+    assert option.get({option.key: raw}) == value
+    assert Options({option.key: raw, "unrelated": "x"}).get(option) == value
+
+
+@pytest.mark.parametrize(
+    ("option", "raw"),
+    [
+        (O.BUCKET, "abc"),
+        (O.BUCKET, "0"),
+        (O.BUCKET, "-2"),
+        (O.BUCKET, "1.5"),
+        (O.BUCKET, ""),
+        (O.FILE_FORMAT, "orc"),
+        (O.PARTITION_LEGACY_NAME, "yes"),
+        (O.PARTITION_LEGACY_NAME, "1"),
+        (O.TARGET_FILE_SIZE, "12 parsecs"),
+        (O.MANIFEST_MERGE_MIN_COUNT, "1"),
+        (O.MANIFEST_COMPRESSION, "lz4"),
+        (O.COMMIT_MAX_RETRIES, "-1"),
+        (O.SNAPSHOT_NUM_RETAINED_MIN, "0"),
+        (O.SNAPSHOT_NUM_RETAINED_MAX, "0"),
+        (O.SNAPSHOT_TIME_RETAINED, "1 fortnight"),
+        (O.SNAPSHOT_EXPIRE_LIMIT, "many"),
+    ],
+)
+def test_invalid_value_raises_with_key(option: Option[object], raw: str) -> None:
+    with pytest.raises(shoal.InvalidOptionError) as info:
+        option.get({option.key: raw})
+    assert info.value.key == option.key
+    assert info.value.value == raw
+    assert repr(option.key) in str(info.value)
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(shoal.InvalidOptionError):
+        Options({option.key: raw}).get(option)
+    with pytest.raises(shoal.InvalidOptionError) as info:
+        O.validate({"fine": "x", option.key: raw})
+    assert info.value.key == option.key
+
+
+def test_validate_accepts_valid_and_unknown_options() -> None:
+    O.validate({})
+    O.validate({"bucket": "4", "snapshot.time-retained": "2 h", "some.engine.option": "?"})
+
+
+def test_options_keeps_the_raw_map() -> None:
+    raw = {"bucket": "3", "custom": "kept"}
+    opts = Options(raw)
+    raw["bucket"] = "5"  # Options copied the map
+    assert opts.get(O.BUCKET) == 3
+    assert opts.raw() == {"bucket": "3", "custom": "kept"}
+    opts.raw()["bucket"] = "9"  # and hands out copies
+    assert opts.get(O.BUCKET) == 3
+    assert "custom" in opts
+    assert "bucket" in opts
+    assert "missing" not in opts
