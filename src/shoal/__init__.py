@@ -10,6 +10,7 @@ table.to_arrow(snapshot_id=1)
 from shoal.catalog import Catalog
 from shoal.errors import (
     CommitConflictError,
+    CorruptDataFileError,
     CorruptMetadataError,
     DatabaseNotFoundError,
     InvalidArgumentError,
@@ -40,6 +41,7 @@ def open_table(path: str) -> Table:
 __all__ = [
     "Catalog",
     "CommitConflictError",
+    "CorruptDataFileError",
     "CorruptMetadataError",
     "DataSplit",
     "DatabaseNotFoundError",

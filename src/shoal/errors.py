@@ -19,6 +19,7 @@ message text.
     ├── InvalidOptionError        (also a ValueError)
     ├── CommitConflictError
     ├── CorruptMetadataError
+    ├── CorruptDataFileError
     └── UnsupportedFeatureError
 """
 
@@ -127,6 +128,18 @@ class CorruptMetadataError(ShoalError):
         )
         self.path = path
         self.reason = reason
+
+
+class CorruptDataFileError(ShoalError):
+    """A data file that a snapshot references is missing or cannot be read."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"a data file of the snapshot cannot be read: {detail}. Files are removed only by "
+            "shoal's maintenance when no retained snapshot uses them, so the table was changed "
+            "outside shoal; restore the file or read an earlier snapshot"
+        )
+        self.detail = detail
 
 
 class UnsupportedFeatureError(ShoalError):

@@ -213,6 +213,11 @@ STATS_MODE = _declare(
         _parse_str,
         "truncate(16)",
         "Column statistics kept per data file: none, counts, truncate(N) or full.",
+        lambda v: (
+            None
+            if re.fullmatch(r"none|counts|full|truncate\(\d+\)", v.strip().lower())
+            else "use none, counts, full or truncate(N)"
+        ),
     )
 )
 

@@ -68,3 +68,16 @@ def test_wrong_latest_hint_is_only_a_hint(two_snapshots: shoal.Table) -> None:
     os.unlink(hint)
     assert _reopen(two_snapshots).latest_snapshot().id == 2
     assert _reopen(two_snapshots).append(events([9])).id == 3
+
+
+def test_missing_or_damaged_data_file(two_snapshots: shoal.Table) -> None:
+    victim = two_snapshots.scan().plan()[0].file_paths[0]
+    with open(victim, "wb") as f:
+        f.write(b"not parquet at all")
+    with pytest.raises(shoal.CorruptDataFileError):
+        _reopen(two_snapshots).to_arrow()
+    os.unlink(victim)
+    with pytest.raises(shoal.CorruptDataFileError, match=os.path.basename(victim)):
+        _reopen(two_snapshots).to_arrow()
+    with pytest.raises(shoal.CorruptDataFileError):
+        list(_reopen(two_snapshots).scan().to_batches())

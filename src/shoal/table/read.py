@@ -8,10 +8,12 @@ Parquet scan; the row filter is pushed into it and applied exactly.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from shoal.errors import CorruptDataFileError
 from shoal.io import FileIO
 from shoal.table import predicate as P
 from shoal.table.scan import DataSplit
@@ -35,10 +37,11 @@ def read_table(
     projected = _project(schema, columns)
     if not splits:
         return projected.empty_table()
-    table = _dataset(file_io, splits, schema).to_table(
-        columns=list(projected.names),
-        filter=P.to_expression(dnf) if dnf is not None else None,
-    )
+    with _data_errors():
+        table = _dataset(file_io, splits, schema).to_table(
+            columns=list(projected.names),
+            filter=P.to_expression(dnf) if dnf is not None else None,
+        )
     return _exact(table, projected)
 
 
@@ -55,14 +58,26 @@ def read_batches(
     projected = _project(schema, columns)
     if not splits:
         return
-    scanner = _dataset(file_io, splits, schema).scanner(
-        columns=list(projected.names),
-        filter=P.to_expression(dnf) if dnf is not None else None,
-        batch_size=batch_size,
-    )
-    for batch in scanner.to_batches():
-        if batch.num_rows:
-            yield _exact_batch(batch, projected)
+    with _data_errors():
+        scanner = _dataset(file_io, splits, schema).scanner(
+            columns=list(projected.names),
+            filter=P.to_expression(dnf) if dnf is not None else None,
+            batch_size=batch_size,
+        )
+        for batch in scanner.to_batches():
+            if batch.num_rows:
+                yield _exact_batch(batch, projected)
+
+
+@contextmanager
+def _data_errors() -> Iterator[None]:
+    """Missing or unreadable data files as a typed error naming the file."""
+    try:
+        yield
+    except FileNotFoundError as exc:
+        raise CorruptDataFileError(str(exc)) from None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CorruptDataFileError(str(exc)) from None
 
 
 def _project(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
