@@ -72,40 +72,42 @@ class DataFileMeta:
 
     @staticmethod
     def from_avro(r: dict[str, Any]) -> DataFileMeta:
-        created = r.get("_CREATION_TIME")
-        if isinstance(created, datetime) and created.tzinfo is not None:
+        # Planning decodes one of these per live file, so this stays free of helper calls.
+        get = r.get
+        created = get("_CREATION_TIME")
+        if created is not None and created.tzinfo is not None:
             created = created.replace(tzinfo=None)
+        stats_cols = get("_VALUE_STATS_COLS")
+        write_cols = get("_WRITE_COLS")
+        write_seqs = get("_WRITE_COLS_SEQUENCES")
+        extra = r["_EXTRA_FILES"]
         return DataFileMeta(
-            file_name=r["_FILE_NAME"],
-            file_size=r["_FILE_SIZE"],
-            row_count=r["_ROW_COUNT"],
-            min_key=r["_MIN_KEY"],
-            max_key=r["_MAX_KEY"],
-            key_stats=SimpleStats.from_avro(r["_KEY_STATS"]),
-            value_stats=SimpleStats.from_avro(r["_VALUE_STATS"]),
-            min_sequence_number=r["_MIN_SEQUENCE_NUMBER"],
-            max_sequence_number=r["_MAX_SEQUENCE_NUMBER"],
-            schema_id=r["_SCHEMA_ID"],
-            level=r["_LEVEL"],
-            extra_files=tuple(r.get("_EXTRA_FILES") or ()),
-            creation_time=created,
-            delete_row_count=r.get("_DELETE_ROW_COUNT"),
-            embedded_index=r.get("_EMBEDDED_FILE_INDEX"),
-            file_source=r.get("_FILE_SOURCE"),
-            value_stats_cols=_opt_tuple(r.get("_VALUE_STATS_COLS")),
-            external_path=r.get("_EXTERNAL_PATH"),
-            first_row_id=r.get("_FIRST_ROW_ID"),
-            write_cols=_opt_tuple(r.get("_WRITE_COLS")),
-            write_cols_sequences=_opt_tuple(r.get("_WRITE_COLS_SEQUENCES")),
+            r["_FILE_NAME"],
+            r["_FILE_SIZE"],
+            r["_ROW_COUNT"],
+            r["_MIN_KEY"],
+            r["_MAX_KEY"],
+            S.stats_from_avro(r["_KEY_STATS"]),
+            S.stats_from_avro(r["_VALUE_STATS"]),
+            r["_MIN_SEQUENCE_NUMBER"],
+            r["_MAX_SEQUENCE_NUMBER"],
+            r["_SCHEMA_ID"],
+            r["_LEVEL"],
+            tuple(extra) if extra else (),
+            created,
+            get("_DELETE_ROW_COUNT"),
+            get("_EMBEDDED_FILE_INDEX"),
+            get("_FILE_SOURCE"),
+            tuple(stats_cols) if stats_cols is not None else None,
+            get("_EXTERNAL_PATH"),
+            get("_FIRST_ROW_ID"),
+            tuple(write_cols) if write_cols is not None else None,
+            tuple(write_seqs) if write_seqs is not None else None,
         )
 
 
 def _opt_list(values: tuple[Any, ...] | None) -> list[Any] | None:
     return list(values) if values is not None else None
-
-
-def _opt_tuple(values: list[Any] | None) -> tuple[Any, ...] | None:
-    return tuple(values) if values is not None else None
 
 
 def _nullable(avro_type: Any) -> dict[str, Any]:

@@ -51,6 +51,17 @@ class SimpleStats:
 EMPTY_STATS = SimpleStats(binary_row.EMPTY_ROW, binary_row.EMPTY_ROW, ())
 
 
+def stats_from_avro(record: dict[str, Any]) -> SimpleStats:
+    """Like ``SimpleStats.from_avro``, sharing one value for the (common) empty stats."""
+    low, high, counts = record["_MIN_VALUES"], record["_MAX_VALUES"], record.get("_NULL_COUNTS")
+    if not counts and low == binary_row.EMPTY_ROW and high == low:
+        return EMPTY_STATS if counts is not None else _EMPTY_NO_COUNTS
+    return SimpleStats(low, high, tuple(counts) if counts is not None else None)
+
+
+_EMPTY_NO_COUNTS = SimpleStats(binary_row.EMPTY_ROW, binary_row.EMPTY_ROW, None)
+
+
 def avro_schema(name: str) -> dict[str, Any]:
     return {
         "type": "record",
