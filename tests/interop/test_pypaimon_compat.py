@@ -3,8 +3,6 @@ what it writes, row for row and snapshot for snapshot."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
-from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,7 +12,7 @@ import pytest
 import shoal
 from shoal.spec.types import BIGINT, AtomicType
 from shoal.table.bucket import assign_buckets
-from tests.conftest import EVENTS_SCHEMA, events, sorted_rows
+from tests.conftest import ALL_TYPES, EVENTS_SCHEMA, all_types_rows, events, sorted_rows
 from tests.interop.pypaimon_oracle import PypaimonOracle
 
 pytestmark = pytest.mark.interop
@@ -70,45 +68,13 @@ def test_pypaimon_reads_shoal_partition_drop_and_projection(
     assert len(got) == 25
 
 
-TYPES = pa.schema([
-    ("b", pa.bool_()), ("i8", pa.int8()), ("i16", pa.int16()), ("i32", pa.int32()),
-    ("i64", pa.int64()), ("f32", pa.float32()), ("f64", pa.float64()),
-    ("dec", pa.decimal128(10, 2)), ("wide", pa.decimal128(30, 4)), ("s", pa.string()),
-    ("bin", pa.binary()), ("d", pa.date32()), ("ts3", pa.timestamp("ms")),
-    ("ts6", pa.timestamp("us")), ("arr", pa.list_(pa.int64())),
-    ("row", pa.struct([("x", pa.int32()), ("y", pa.string())])),
-])
-
-
-def _typed_rows(n: int) -> pa.Table:
-    return pa.table({
-        "b": [i % 2 == 0 for i in range(n)],
-        "i8": pa.array([i - 3 for i in range(n)], pa.int8()),
-        "i16": pa.array([i * 300 for i in range(n)], pa.int16()),
-        "i32": pa.array(range(n), pa.int32()),
-        "i64": [i * 10**12 for i in range(n)],
-        "f32": pa.array([i / 4 for i in range(n)], pa.float32()),
-        "f64": [i / 3 for i in range(n)],
-        "dec": pa.array([Decimal(i) / 4 for i in range(n)], pa.decimal128(10, 2)),
-        "wide": pa.array([Decimal(10**20 + i) for i in range(n)], pa.decimal128(30, 4)),
-        "s": [f"string-{i}" * (i % 3) for i in range(n)],
-        "bin": [bytes([i]) * i for i in range(n)],
-        "d": [date(2026, 1, 1 + i) for i in range(n)],
-        "ts3": pa.array([datetime(2026, 1, 1, 0, 0, i) for i in range(n)], pa.timestamp("ms")),
-        "ts6": pa.array([datetime(2026, 1, 1, 0, 0, 0, i) for i in range(n)],
-                        pa.timestamp("us")),
-        "arr": [list(range(i)) for i in range(n)],
-        "row": [{"x": i, "y": str(i)} for i in range(n)],
-    }, schema=TYPES)
-
-
 def test_types_both_ways(oracle: PypaimonOracle, tmp_path: Path) -> None:
-    data = _typed_rows(8)
+    data = all_types_rows(8)
     shoal_wh, paimon_wh = tmp_path / "shoal", tmp_path / "paimon"
-    shoal.Catalog(str(shoal_wh)).create_table("db.t", TYPES, partition_keys=["d"]).append(data)
-    assert oracle.read(shoal_wh, "db.t").sort_by("i32").equals(data)
+    shoal.Catalog(str(shoal_wh)).create_table("db.t", ALL_TYPES, partition_keys=["d"]).append(data)
+    assert oracle.read(shoal_wh, "db.t").sort_by("k").equals(data)
     oracle.write(paimon_wh, "db.t", [data], partition_keys=["d"])
-    assert shoal.Catalog(str(paimon_wh)).get_table("db.t").to_arrow().sort_by("i32").equals(data)
+    assert shoal.Catalog(str(paimon_wh)).get_table("db.t").to_arrow().sort_by("k").equals(data)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pickle
 import time
 from datetime import date, datetime
-from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,7 +13,7 @@ import pytest
 import shoal
 from shoal.spec.types import BIGINT, AtomicType
 from shoal.table.bucket import assign_buckets
-from tests.conftest import EVENTS_SCHEMA, events, sorted_rows
+from tests.conftest import ALL_TYPES, EVENTS_SCHEMA, all_types_rows, events, sorted_rows
 
 
 @pytest.fixture
@@ -134,46 +133,9 @@ def test_null_and_special_partition_values(catalog: shoal.Catalog) -> None:
     assert table.to_arrow(filter=[("dt", "=", "a/b=c")]).column("id").to_pylist() == [2]
 
 
-ALL_TYPES = pa.schema([
-    pa.field("k", pa.int32(), nullable=False),
-    ("b", pa.bool_()), ("i8", pa.int8()), ("i16", pa.int16()), ("i64", pa.int64()),
-    ("f32", pa.float32()), ("f64", pa.float64()), ("dec", pa.decimal128(10, 2)),
-    ("wide", pa.decimal128(30, 4)), ("s", pa.string()), ("bin", pa.binary()),
-    ("d", pa.date32()), ("ts3", pa.timestamp("ms")), ("ts6", pa.timestamp("us")),
-    ("ltz", pa.timestamp("us", tz="UTC")), ("arr", pa.list_(pa.int64())),
-    ("m", pa.map_(pa.string(), pa.int32())),
-    ("row", pa.struct([("x", pa.int32()), ("y", pa.string())])),
-])
-
-
-def _all_types_rows(n: int) -> pa.Table:
-    return pa.table({
-        "k": pa.array(range(n), pa.int32()),
-        "b": [i % 2 == 0 for i in range(n)],
-        "i8": pa.array([i - 3 for i in range(n)], pa.int8()),
-        "i16": pa.array([i * 300 for i in range(n)], pa.int16()),
-        "i64": [i * 10**12 for i in range(n)],
-        "f32": pa.array([i / 4 for i in range(n)], pa.float32()),
-        "f64": [i / 3 for i in range(n)],
-        "dec": pa.array([Decimal(i) / 4 for i in range(n)], pa.decimal128(10, 2)),
-        "wide": pa.array([Decimal(10**20 + i) for i in range(n)], pa.decimal128(30, 4)),
-        "s": [f"string-{i}" * (i % 3) for i in range(n)],
-        "bin": [bytes([i]) * i for i in range(n)],
-        "d": [date(2026, 1, 1 + i) for i in range(n)],
-        "ts3": pa.array([datetime(2026, 1, 1, 0, 0, i) for i in range(n)], pa.timestamp("ms")),
-        "ts6": pa.array([datetime(2026, 1, 1, 0, 0, 0, i) for i in range(n)],
-                        pa.timestamp("us")),
-        "ltz": pa.array([datetime(2026, 1, 1, i) for i in range(n)],
-                        pa.timestamp("us", tz="UTC")),
-        "arr": [list(range(i)) for i in range(n)],
-        "m": pa.array([[("a", i)] for i in range(n)], pa.map_(pa.string(), pa.int32())),
-        "row": [{"x": i, "y": str(i)} for i in range(n)],
-    }, schema=ALL_TYPES)
-
-
 def test_every_type_round_trips(catalog: shoal.Catalog) -> None:
     table = catalog.create_table("db.types", ALL_TYPES, partition_keys=["d"])
-    data = _all_types_rows(6)
+    data = all_types_rows(6)
     table.append(data)
     back = table.to_arrow().sort_by("k")
     assert back.schema == ALL_TYPES
@@ -187,14 +149,14 @@ def test_every_type_round_trips(catalog: shoal.Catalog) -> None:
 def test_schema_mismatches_are_refused(catalog: shoal.Catalog) -> None:
     table = catalog.create_table("db.types", ALL_TYPES)
     with pytest.raises(shoal.SchemaMismatchError, match="unknown columns"):
-        table.append(_all_types_rows(2).append_column("extra", pa.array([1, 2])))
-    too_big = _all_types_rows(2).set_column(0, "k", pa.array([1, 2**40], pa.int64()))
+        table.append(all_types_rows(2).append_column("extra", pa.array([1, 2])))
+    too_big = all_types_rows(2).set_column(0, "k", pa.array([1, 2**40], pa.int64()))
     with pytest.raises(shoal.SchemaMismatchError, match="'k'"):
         table.append(too_big)
-    wrong_family = _all_types_rows(2).set_column(4, "i64", pa.array(["1", "2"]))
+    wrong_family = all_types_rows(2).set_column(4, "i64", pa.array(["1", "2"]))
     with pytest.raises(shoal.SchemaMismatchError, match="cast it"):
         table.append(wrong_family)
-    with_null = _all_types_rows(2).set_column(0, "k", pa.array([1, None], pa.int32()))
+    with_null = all_types_rows(2).set_column(0, "k", pa.array([1, None], pa.int32()))
     with pytest.raises(shoal.SchemaMismatchError, match="NOT NULL"):
         table.append(with_null)
     assert table.latest_snapshot() is None
