@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -220,7 +220,3 @@ def _in_range(v: Any, low: Any, high: Any) -> bool:
 def exact_stats(value: Any) -> ColumnStats:
     """Statistics of a single known value (a partition value)."""
     return ColumnStats(value, value, 1 if value is None else 0, 1)
-
-
-def is_date(value: Any) -> bool:
-    return isinstance(value, date) and not isinstance(value, datetime)

@@ -17,7 +17,7 @@ from shoal.errors import (
 from shoal.io import FileIO, file_io_for
 from shoal.spec.snapshot import Snapshot
 from shoal.table import predicate as P
-from shoal.table.commit import WHOLE_TABLE, FileStoreCommit
+from shoal.table.commit import WHOLE_TABLE, FileStoreCommit, OverwriteScope
 from shoal.table.paths import PathFactory
 from shoal.table.read import read_batches, read_table
 from shoal.table.scan import DataSplit, live_entries, make_splits
@@ -147,25 +147,15 @@ class Table:
 
         With ``partition``, every row of ``data`` must belong to that partition.
         """
-        codec = self._store.partitions
-        if partition is None:
-            scope = WHOLE_TABLE
-            messages = self._write(data)
-        else:
-            spec = codec.spec_values(partition, complete=False)
-            target = dict(spec.items())
-
-            def scope(p: bytes) -> bool:
-                values = codec.to_dict(p)
-                return all(values[k] == v for k, v in target.items())
-
-            messages = self._write(data)
-            stray = [m for m in messages if not scope(m.partition)]
-            if stray:
-                raise InvalidArgumentError(
-                    f"overwrite of partition {dict(partition)} got rows of partition "
-                    f"{codec.to_dict(stray[0].partition)}; filter the data to that partition"
-                )
+        scope = WHOLE_TABLE if partition is None else self._partition_scope([partition])
+        messages = self._write(data)
+        stray = [m for m in messages if not scope(m.partition)]
+        if stray:
+            raise InvalidArgumentError(
+                f"overwrite of partition {dict(partition or {})} got rows of partition "
+                f"{self._store.partitions.to_dict(stray[0].partition)}; filter the data to "
+                "that partition"
+            )
         snapshot = self._committer.commit(messages, overwrite=scope)
         assert snapshot is not None
         return snapshot
@@ -180,16 +170,20 @@ class Table:
             raise InvalidArgumentError("the table is not partitioned")
         if not partitions:
             raise InvalidArgumentError("drop_partitions needs at least one partition spec")
-        codec = self._store.partitions
-        specs = [codec.spec_values(p, complete=False) for p in partitions]
-
-        def scope(p: bytes) -> bool:
-            values = codec.to_dict(p)
-            return any(all(values[k] == v for k, v in s.items()) for s in specs)
-
-        snapshot = self._committer.commit([], overwrite=scope)
+        snapshot = self._committer.commit([], overwrite=self._partition_scope(partitions))
         assert snapshot is not None
         return snapshot
+
+    def _partition_scope(self, specs: Sequence[Mapping[str, Any]]) -> OverwriteScope:
+        """The partitions matching any of ``specs`` (each may name only some keys)."""
+        codec = self._store.partitions
+        wanted = [codec.spec_values(spec, complete=False) for spec in specs]
+
+        def scope(partition: bytes) -> bool:
+            values = codec.to_dict(partition)
+            return any(all(values[k] == v for k, v in w.items()) for w in wanted)
+
+        return scope
 
     # --- reading -----------------------------------------------------------------------------
     def _resolve(
@@ -233,7 +227,11 @@ class Table:
         filter: Any = None,
         read_optimized: bool = False,
     ) -> Scan:
-        """Plan a read; at most one of snapshot_id, tag and timestamp_ms."""
+        """Plan a read; at most one of snapshot_id, tag and timestamp_ms.
+
+        ``filter`` is pyarrow-style DNF and filters rows exactly; ``read_optimized``
+        selects the view without merging, which for an append table is every file.
+        """
         snapshot = self._resolve(snapshot_id, tag, timestamp_ms)
         schema = (
             self._store.schema_of(snapshot.schema_id)
