@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from shoal.errors import InvalidOptionError
 from shoal.spec import types as T
@@ -45,27 +46,49 @@ class StatsCollector:
         self._mins: list[Any] = [None] * n
         self._maxs: list[Any] = [None] * n
         self._nulls = [0] * n
+        # Bounds of most columns come from the Parquet footer, which the writer fills
+        # anyway; nanosecond timestamps (whose footer values need pandas) are computed
+        # from the Arrow data as it is written.
+        self._computed = [
+            i
+            for i, f in enumerate(self.fields)
+            if isinstance(f.type, T.AtomicType)
+            and f.type.root in (T.TIMESTAMP, T.TIMESTAMP_LTZ)
+            and (f.type.precision or 0) > 6
+        ]
 
     def update(self, table: pa.Table) -> None:
         if self.mode == "none":
             return
-        for i, f in enumerate(self.fields):
+        for i in range(len(self.fields)):
+            self._nulls[i] += table.column(i).null_count
+        if self.mode == "counts":
+            return
+        for i in self._computed:
             column = table.column(i)
-            self._nulls[i] += column.null_count
-            if self.mode == "counts" or not isinstance(f.type, T.AtomicType):
-                continue
             if column.null_count == len(column):
                 continue
-            low, high = _min_max(column, f.type)
-            if low is not None and (self._mins[i] is None or low < self._mins[i]):
-                self._mins[i] = low
-            if high is not None and (self._maxs[i] is None or high > self._maxs[i]):
-                self._maxs[i] = high
+            low, high = _timestamp_min_max(column, self.fields[i].type.root == T.TIMESTAMP_LTZ)  # type: ignore[union-attr]
+            self._widen(i, low, high)
 
-    def result(self) -> tuple[SimpleStats, tuple[str, ...] | None]:
-        """The file's value statistics and ``_VALUE_STATS_COLS`` (None: all columns)."""
+    def _widen(self, i: int, low: Any, high: Any) -> None:
+        if low is not None and (self._mins[i] is None or low < self._mins[i]):
+            self._mins[i] = low
+        if high is not None and (self._maxs[i] is None or high > self._maxs[i]):
+            self._maxs[i] = high
+
+    def result(
+        self, footer: pq.FileMetaData | None = None
+    ) -> tuple[SimpleStats, tuple[str, ...] | None]:
+        """The file's value statistics and ``_VALUE_STATS_COLS`` (None: all columns).
+
+        ``footer`` is the written file's Parquet metadata, the source of the bounds of
+        every column not computed while writing; without it those bounds are unknown.
+        """
         if self.mode == "none":
             return EMPTY_STATS, ()
+        if self.mode != "counts" and footer is not None:
+            self._read_footer(footer)
         mins, maxs = list(self._mins), list(self._maxs)
         if self.truncate_to is not None:
             for i, f in enumerate(self.fields):
@@ -75,18 +98,43 @@ class StatsCollector:
         types = [f.type for f in self.fields]
         return SimpleStats.of(mins, maxs, self._nulls, types), None
 
+    def _read_footer(self, footer: pq.FileMetaData) -> None:
+        leaves = {footer.schema.column(c).path: c for c in range(footer.num_columns)}
+        for i, f in enumerate(self.fields):
+            if not isinstance(f.type, T.AtomicType) or i in self._computed:
+                continue
+            leaf = leaves.get(f.name)
+            if leaf is None:
+                continue
+            low, high = _footer_bounds(footer, leaf)
+            if low is None and high is None:
+                continue
+            if isinstance(low, float) and (math.isnan(low) or math.isnan(high)):
+                continue
+            self._widen(i, low, high)
+
+
+def _footer_bounds(footer: pq.FileMetaData, leaf: int) -> tuple[Any, Any]:
+    """Min and max of one column over all row groups; (None, None) when any row group
+    holding values has no bounds (the writer leaves out bounds of very long values)."""
+    low = high = None
+    for g in range(footer.num_row_groups):
+        group = footer.row_group(g)
+        stats = group.column(leaf).statistics
+        if stats is None:
+            return None, None
+        if not stats.has_min_max:
+            if stats.null_count == group.num_rows:
+                continue
+            return None, None
+        if low is None or stats.min < low:
+            low = stats.min
+        if high is None or stats.max > high:
+            high = stats.max
+    return low, high
+
 
 _VARLEN = (T.VARCHAR, T.CHAR, T.BINARY, T.VARBINARY)
-
-
-def _min_max(column: pa.ChunkedArray, t: T.AtomicType) -> tuple[Any, Any]:
-    if t.root in (T.TIMESTAMP, T.TIMESTAMP_LTZ):
-        return _timestamp_min_max(column, t.root == T.TIMESTAMP_LTZ)
-    result = pc.min_max(column)
-    low, high = result["min"].as_py(), result["max"].as_py()
-    if t.root in (T.FLOAT, T.DOUBLE) and math.isnan(low):  # Arrow skips NaN unless all are
-        return None, None
-    return low, high
 
 
 def _timestamp_min_max(column: pa.ChunkedArray, utc: bool) -> tuple[Any, Any]:

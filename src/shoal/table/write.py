@@ -109,7 +109,7 @@ class RollingFileWriter:
         self._writer.close()
         size = self._sink.tell()
         self._sink.close()
-        stats, stats_cols = self._stats.result()
+        stats, stats_cols = self._stats.result(self._writer.writer.metadata)
         first = self._next_sequence
         self._next_sequence += self._rows
         self._files.append(
