@@ -37,7 +37,10 @@ def parse_stats_mode(mode: str) -> tuple[str, int | None]:
 
 
 class StatsCollector:
-    """Accumulates min, max and null count of each column over the batches of one file."""
+    """Accumulates min, max and null count of columns over the batches of one file.
+
+    ``fields`` name the columns as the file names them (``_KEY_id`` for key stats).
+    """
 
     def __init__(self, fields: Sequence[T.DataField], mode: str) -> None:
         self.fields = list(fields)
@@ -60,12 +63,12 @@ class StatsCollector:
     def update(self, table: pa.Table) -> None:
         if self.mode == "none":
             return
-        for i in range(len(self.fields)):
-            self._nulls[i] += table.column(i).null_count
+        for i, f in enumerate(self.fields):
+            self._nulls[i] += table.column(f.name).null_count
         if self.mode == "counts":
             return
         for i in self._computed:
-            column = table.column(i)
+            column = table.column(self.fields[i].name)
             if column.null_count == len(column):
                 continue
             low, high = _timestamp_min_max(column, self.fields[i].type.root == T.TIMESTAMP_LTZ)  # type: ignore[union-attr]

@@ -22,10 +22,13 @@ import pyarrow.parquet as pq
 
 from shoal.io import parallel_map
 from shoal.spec import binary_row
+from shoal.spec import types as T
 from shoal.spec.data_file import FILE_SOURCE_APPEND, DataFileMeta
 from shoal.spec.stats import EMPTY_STATS
+from shoal.table import kv
 from shoal.table.bucket import assign_buckets
 from shoal.table.conform import conform, to_batches
+from shoal.table.kv import KeyValueLayout
 from shoal.table.stats_collector import StatsCollector
 
 if TYPE_CHECKING:
@@ -55,13 +58,28 @@ class RollingFileWriter:
     """Parquet files of one (partition, bucket), rolled at the target file size.
 
     The size is judged by the Arrow bytes written into the current file, so
-    compressed files come out at or below the target.
+    compressed files come out at or below the target. With a key-value ``layout``
+    the rows written must already be in the layout's file schema, sorted by key, and
+    the files are described as a primary-key table's (keys, sequence numbers, level).
     """
 
-    def __init__(self, store: FileStore, partition: bytes, bucket: int) -> None:
+    def __init__(
+        self,
+        store: FileStore,
+        partition: bytes,
+        bucket: int,
+        *,
+        layout: KeyValueLayout | None = None,
+        level: int = 0,
+        file_source: int = FILE_SOURCE_APPEND,
+    ) -> None:
         self.store = store
         self.partition = partition
         self.bucket = bucket
+        self.layout = layout
+        self.level = level
+        self.file_source = file_source
+        self._schema = layout.file_schema if layout is not None else store.arrow_schema
         self._dir = store.paths.bucket_dir(store.partitions.path(partition), bucket)
         self._target = store.target_file_size
         self._files: list[DataFileMeta] = []
@@ -71,7 +89,12 @@ class RollingFileWriter:
         self._rows = 0
         self._bytes = 0
         self._stats: StatsCollector | None = None
+        self._key_stats: StatsCollector | None = None
         self._next_sequence = 0
+        self._sequences: tuple[int, int] | None = None
+        self._deletes = 0
+        self._first_key: tuple[Any, ...] = ()
+        self._last_key: tuple[Any, ...] = ()
 
     def write(self, table: pa.Table) -> None:
         offset = 0
@@ -88,19 +111,50 @@ class RollingFileWriter:
 
     def _append(self, chunk: pa.Table) -> None:
         if self._writer is None:
-            self._name = self.store.paths.new_data_file_name()
-            self._sink = self.store.file_io.open_output_stream(f"{self._dir}/{self._name}")
-            self._writer = pq.ParquetWriter(
-                self._sink,
-                self.store.arrow_schema,
-                compression=self.store.file_compression,
-            )
-            self._stats = StatsCollector(self.store.schema.fields, self.store.stats_mode)
+            self._open()
+        assert self._writer is not None
         assert self._stats is not None
         self._writer.write_table(chunk)
         self._stats.update(chunk)
+        if self.layout is not None:
+            self._track_keys(chunk)
         self._rows += chunk.num_rows
         self._bytes += chunk.nbytes
+
+    def _open(self) -> None:
+        store = self.store
+        self._name = store.paths.new_data_file_name()
+        self._sink = store.file_io.open_output_stream(f"{self._dir}/{self._name}")
+        self._writer = pq.ParquetWriter(
+            self._sink, self._schema, compression=store.file_compression
+        )
+        self._stats = StatsCollector(store.schema.fields, store.stats_mode)
+        if self.layout is not None:
+            key_fields = [
+                T.DataField(i, name, t)
+                for i, (name, t) in enumerate(
+                    zip(self.layout.key_columns, self.layout.key_types, strict=True)
+                )
+            ]
+            self._key_stats = StatsCollector(key_fields, "full")
+            self._first_key = ()
+            self._sequences = None
+            self._deletes = 0
+
+    def _track_keys(self, chunk: pa.Table) -> None:
+        assert self.layout is not None
+        assert self._key_stats is not None
+        self._key_stats.update(chunk)
+        keys = self.layout.key_columns
+        if not self._first_key:
+            self._first_key = tuple(chunk.column(k)[0].as_py() for k in keys)
+        self._last_key = tuple(chunk.column(k)[-1].as_py() for k in keys)
+        bounds = pc.min_max(chunk.column(kv.SEQUENCE_NUMBER))
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        if self._sequences is not None:
+            low, high = min(low, self._sequences[0]), max(high, self._sequences[1])
+        self._sequences = (low, high)
+        self._deletes += pc.sum(kv.is_retract(chunk.column(kv.VALUE_KIND))).as_py() or 0
 
     def _roll(self) -> None:
         if self._writer is None:
@@ -109,25 +163,41 @@ class RollingFileWriter:
         self._writer.close()
         size = self._sink.tell()
         self._sink.close()
-        stats, stats_cols = self._stats.result(self._writer.writer.metadata)
-        first = self._next_sequence
-        self._next_sequence += self._rows
+        # The footer of the file just written holds the bounds of most columns.
+        footer = self._writer.writer.metadata
+        stats, stats_cols = self._stats.result(footer)
+        if self.layout is not None:
+            assert self._key_stats is not None
+            assert self._sequences is not None
+            key_types = self.layout.key_types
+            min_key = binary_row.serialize(self._first_key, key_types)
+            max_key = binary_row.serialize(self._last_key, key_types)
+            key_stats = self._key_stats.result(footer)[0]
+            first, last = self._sequences
+            deletes = self._deletes
+        else:
+            min_key = max_key = binary_row.EMPTY_ROW
+            key_stats = EMPTY_STATS
+            first = self._next_sequence
+            last = first + self._rows - 1
+            self._next_sequence += self._rows
+            deletes = 0
         self._files.append(
             DataFileMeta(
                 file_name=self._name,
                 file_size=size,
                 row_count=self._rows,
-                min_key=binary_row.EMPTY_ROW,
-                max_key=binary_row.EMPTY_ROW,
-                key_stats=EMPTY_STATS,
+                min_key=min_key,
+                max_key=max_key,
+                key_stats=key_stats,
                 value_stats=stats,
                 min_sequence_number=first,
-                max_sequence_number=first + self._rows - 1,
+                max_sequence_number=last,
                 schema_id=self.store.schema.id,
-                level=0,
+                level=self.level,
                 creation_time=_now_millis(),
-                delete_row_count=0,
-                file_source=FILE_SOURCE_APPEND,
+                delete_row_count=deletes,
+                file_source=self.file_source,
                 value_stats_cols=stats_cols,
             )
         )
@@ -144,6 +214,42 @@ class RollingFileWriter:
             self._writer.close()
             self._sink.close()
             self._writer = None
+
+
+def split_rows(store: FileStore, table: pa.Table) -> Iterator[tuple[tuple[bytes, int], pa.Table]]:
+    """Rows grouped by (partition, bucket): one stable sort by a combined group code,
+    then zero-copy slices of the sorted table."""
+    codes = np.zeros(table.num_rows, dtype=np.int64)
+    dictionaries: list[pa.Array] = []
+    for key in store.schema.partition_keys:
+        encoded = pc.dictionary_encode(table.column(key), null_encoding="encode")
+        encoded = encoded.combine_chunks()
+        dictionaries.append(encoded.dictionary)
+        indices = encoded.indices.to_numpy(zero_copy_only=False)
+        codes = codes * len(encoded.dictionary) + indices
+    num_buckets = max(store.num_buckets, 1)
+    if store.num_buckets > 0:
+        buckets = assign_buckets(table, store.bucket_keys, store.bucket_key_types, num_buckets)
+        codes = codes * num_buckets + buckets
+
+    def group_key(code: int) -> tuple[bytes, int]:
+        code, bucket = divmod(code, num_buckets)
+        values = []
+        for dictionary in reversed(dictionaries):
+            code, index = divmod(code, len(dictionary))
+            values.append(dictionary[index].as_py())
+        return store.partitions.to_bytes(tuple(reversed(values))), bucket
+
+    if (codes == codes[0]).all():
+        yield group_key(int(codes[0])), table
+        return
+    order = np.argsort(codes, kind="stable")
+    ordered_codes = codes[order]
+    starts = np.flatnonzero(np.diff(ordered_codes)) + 1
+    bounds = [0, *starts.tolist(), len(order)]
+    ordered = table.take(order)
+    for start, end in itertools.pairwise(bounds):
+        yield group_key(int(ordered_codes[start])), ordered.slice(start, end - start)
 
 
 class AppendWriter:
@@ -164,7 +270,7 @@ class AppendWriter:
             if not table.num_rows:
                 continue
             work = []
-            for key, rows in self._split(table):
+            for key, rows in split_rows(self.store, table):
                 writer = self._writers.get(key)
                 if writer is None:
                     writer = self._writers[key] = RollingFileWriter(self.store, *key)
@@ -176,42 +282,6 @@ class AppendWriter:
             else:
                 for writer, rows in work:
                     writer.write(rows)
-
-    def _split(self, table: pa.Table) -> Iterator[tuple[tuple[bytes, int], pa.Table]]:
-        """Rows grouped by (partition, bucket): one stable sort by a combined group code,
-        then zero-copy slices of the sorted table."""
-        store = self.store
-        codes = np.zeros(table.num_rows, dtype=np.int64)
-        dictionaries: list[pa.Array] = []
-        for key in store.schema.partition_keys:
-            encoded = pc.dictionary_encode(table.column(key), null_encoding="encode")
-            encoded = encoded.combine_chunks()
-            dictionaries.append(encoded.dictionary)
-            indices = encoded.indices.to_numpy(zero_copy_only=False)
-            codes = codes * len(encoded.dictionary) + indices
-        num_buckets = max(store.num_buckets, 1)
-        if store.num_buckets > 0:
-            buckets = assign_buckets(table, store.bucket_keys, store.bucket_key_types, num_buckets)
-            codes = codes * num_buckets + buckets
-
-        def group_key(code: int) -> tuple[bytes, int]:
-            code, bucket = divmod(code, num_buckets)
-            values = []
-            for dictionary in reversed(dictionaries):
-                code, index = divmod(code, len(dictionary))
-                values.append(dictionary[index].as_py())
-            return store.partitions.to_bytes(tuple(reversed(values))), bucket
-
-        if (codes == codes[0]).all():
-            yield group_key(int(codes[0])), table
-            return
-        order = np.argsort(codes, kind="stable")
-        ordered_codes = codes[order]
-        starts = np.flatnonzero(np.diff(ordered_codes)) + 1
-        bounds = [0, *starts.tolist(), len(order)]
-        ordered = table.take(order)
-        for start, end in itertools.pairwise(bounds):
-            yield group_key(int(ordered_codes[start])), ordered.slice(start, end - start)
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Close every open file and describe what was written, per bucket."""

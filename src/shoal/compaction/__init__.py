@@ -1,0 +1,1 @@
+"""Compaction of primary-key tables: sorted runs, strategies, the rewriter."""
