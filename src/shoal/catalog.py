@@ -131,6 +131,38 @@ class Catalog:
         remove_table_directory(self._file_io, self._root_of(database, name))
 
 
+def _check_primary_key_table(
+    names: list[str],
+    partition_keys: Sequence[str],
+    primary_keys: Sequence[str],
+    options: dict[str, str],
+) -> None:
+    if len(set(primary_keys)) != len(primary_keys):
+        raise SchemaMismatchError(f"primary key {list(primary_keys)} repeats a column")
+    outside = [k for k in partition_keys if k not in primary_keys]
+    if outside:
+        raise SchemaMismatchError(
+            f"partition keys {outside} must be part of the primary key {list(primary_keys)}, "
+            "so that each key lives in one partition"
+        )
+    if O.BUCKET.get(options) < 1:
+        raise UnsupportedFeatureError(
+            "primary-key tables need a fixed number of buckets: set option 'bucket' to a "
+            "positive number (dynamic bucket mode is not supported)"
+        )
+    trimmed = [k for k in primary_keys if k not in partition_keys] or list(primary_keys)
+    for key in [k.strip() for k in O.BUCKET_KEY.get(options).split(",") if k.strip()]:
+        if key not in trimmed:
+            raise InvalidOptionError(
+                "bucket-key",
+                options.get("bucket-key"),
+                f"the bucket key of a primary-key table must be part of the key {trimmed}",
+            )
+    sequence_field = O.SEQUENCE_FIELD.get(options)
+    if sequence_field and sequence_field not in names:
+        raise InvalidOptionError("sequence.field", sequence_field, "no such column")
+
+
 def build_schema(
     schema: pa.Schema,
     partition_keys: Sequence[str],
@@ -147,13 +179,10 @@ def build_schema(
     for key in (*partition_keys, *primary_keys):
         if key not in names:
             raise SchemaMismatchError(f"key column {key!r} is not in the schema {names}")
-    if primary_keys:
-        raise UnsupportedFeatureError(
-            "primary-key tables are not supported by this version of shoal; "
-            "create an append table (primary_keys=[])"
-        )
     O.validate(options)
-    if O.BUCKET.get(options) > 0 and not O.BUCKET_KEY.get(options):
+    if primary_keys:
+        _check_primary_key_table(names, partition_keys, primary_keys, options)
+    elif O.BUCKET.get(options) > 0 and not O.BUCKET_KEY.get(options):
         raise InvalidOptionError(
             "bucket-key",
             None,
@@ -171,6 +200,11 @@ def build_schema(
                 options.get("bucket-key"),
                 f"partition column {key!r} cannot be a bucket key",
             )
+    if primary_keys:
+        # Primary-key columns are NOT NULL, as Paimon declares them.
+        schema = pa.schema(
+            [f.with_nullable(False) if f.name in primary_keys else f for f in schema]
+        )
     fields = T.fields_from_arrow_schema(schema)
     partition_types = [f.type for f in fields if f.name in partition_keys]
     if any(not isinstance(t, T.AtomicType) for t in partition_types):

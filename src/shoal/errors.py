@@ -18,6 +18,7 @@ message text.
     │   └── InvalidFilterError
     ├── InvalidOptionError        (also a ValueError)
     ├── CommitConflictError
+    │   └── SequenceConflictError
     ├── CorruptMetadataError
     ├── CorruptDataFileError
     └── UnsupportedFeatureError
@@ -115,6 +116,11 @@ class InvalidOptionError(ShoalError, ValueError):
 
 class CommitConflictError(ShoalError):
     """A commit lost to a concurrent one and could not be re-planned safely."""
+
+
+class SequenceConflictError(CommitConflictError):
+    """Another writer added rows to the same bucket of a primary-key table while this
+    write was prepared; its sequence numbers must be assigned again."""
 
 
 class CorruptMetadataError(ShoalError):

@@ -268,6 +268,82 @@ COMMIT_MAX_RETRIES = _declare(
     )
 )
 
+# --- primary-key tables ------------------------------------------------------------------
+MERGE_ENGINE = _declare(
+    Option(
+        "merge-engine",
+        _parse_str,
+        "deduplicate",
+        "How rows of one key combine: deduplicate (the last row wins) or first-row.",
+        _one_of("deduplicate", "first-row"),
+    )
+)
+SEQUENCE_FIELD = _declare(
+    Option(
+        "sequence.field",
+        _parse_str,
+        "",
+        "A column that orders the rows of a key before the write order does.",
+    )
+)
+IGNORE_DELETE = _declare(
+    Option("ignore-delete", _parse_bool, False, "Drop delete rows instead of applying them.")
+)
+WRITE_ONLY = _declare(
+    Option(
+        "write-only",
+        _parse_bool,
+        False,
+        "Writes never compact (a separate job compacts the table).",
+    )
+)
+NUM_SORTED_RUN_COMPACTION_TRIGGER = _declare(
+    Option(
+        "num-sorted-run.compaction-trigger",
+        _parse_int,
+        5,
+        "Sorted runs in a bucket that make a write compact it.",
+        _at_least(1),
+    )
+)
+NUM_LEVELS = _declare(
+    Option(
+        "num-levels",
+        _parse_int,
+        0,
+        "Levels of the LSM tree; 0 means num-sorted-run.compaction-trigger + 1.",
+        lambda v: None if v == 0 or v >= 2 else "must be at least 2",
+    )
+)
+COMPACTION_SIZE_RATIO = _declare(
+    Option(
+        "compaction.size-ratio",
+        _parse_int,
+        1,
+        "Percentage of flexibility when comparing sorted-run sizes in universal compaction.",
+        _at_least(0),
+    )
+)
+COMPACTION_MAX_SIZE_AMPLIFICATION = _declare(
+    Option(
+        "compaction.max-size-amplification-percent",
+        _parse_int,
+        200,
+        "Size of all newer runs relative to the oldest run that makes universal compaction "
+        "compact everything.",
+        _at_least(0),
+    )
+)
+COMPACTION_STRATEGY = _declare(
+    Option(
+        "compaction.strategy",
+        _parse_str,
+        "universal",
+        "The strategy compact() uses when none is given: universal, full or event-time.",
+        _one_of("universal", "full", "event-time"),
+    )
+)
+
 # --- reading ----------------------------------------------------------------------------------
 SPLIT_TARGET_SIZE = _declare(
     Option(

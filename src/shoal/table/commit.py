@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shoal import options as O
-from shoal.errors import CommitConflictError
+from shoal.errors import CommitConflictError, SequenceConflictError
 from shoal.spec import manifest as M
 from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
 from shoal.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
@@ -60,6 +60,7 @@ class FileStoreCommit:
         properties: Mapping[str, str] | None = None,
         watermark: int | None = None,
         allow_empty: bool = False,
+        check_sequences: bool = False,
     ) -> Snapshot | None:
         """Publish one snapshot holding ``messages``; None when there was nothing to commit.
 
@@ -78,6 +79,8 @@ class FileStoreCommit:
                     e for e in entries if e.kind == M.KIND_ADD
                 ]
             self._check_deletes(latest, [e for e in changes if e.kind == M.KIND_DELETE])
+            if check_sequences:
+                self._check_sequences(latest, [e for e in changes if e.kind == M.KIND_ADD])
             result = self._try_once(
                 latest,
                 entries,
@@ -123,6 +126,26 @@ class FileStoreCommit:
                 raise CommitConflictError(
                     f"file {entry.file.file_name} was removed by a concurrent commit; "
                     "re-plan the operation against the latest snapshot"
+                )
+
+    def _check_sequences(self, latest: Snapshot | None, adds: list[ManifestEntry]) -> None:
+        """New rows of a primary-key table must sort after every row already in their
+        bucket; a concurrent writer to the same bucket breaks that."""
+        if latest is None or not adds:
+            return
+        lowest: dict[tuple[bytes, int], int] = {}
+        for e in adds:
+            key = (e.partition, e.bucket)
+            lowest[key] = min(
+                lowest.get(key, e.file.min_sequence_number), e.file.min_sequence_number
+            )
+        partitions = {p for p, _ in lowest}
+        for e in live_entries(self.store, latest, partition_filter=partitions.__contains__):
+            floor = lowest.get((e.partition, e.bucket))
+            if floor is not None and e.file.max_sequence_number >= floor:
+                raise SequenceConflictError(
+                    f"bucket {e.bucket} was written concurrently (file {e.file.file_name}); "
+                    "the write must be sequenced again"
                 )
 
     def _try_once(

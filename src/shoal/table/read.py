@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
 from shoal.errors import CorruptDataFileError
-from shoal.io import FileIO
+from shoal.io import FileIO, parallel_map
 from shoal.table import predicate as P
+from shoal.table.levels import sorted_runs
+from shoal.table.merge import BucketMerger
 from shoal.table.scan import DataSplit
+
+if TYPE_CHECKING:
+    from shoal.table.store import FileStore
 
 _FORMAT = ds.ParquetFileFormat()
 
@@ -96,3 +102,50 @@ def _exact_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     if batch.schema.equals(schema):
         return batch
     return batch.cast(schema)
+
+
+def merged_batches(
+    store: FileStore,
+    splits: Sequence[DataSplit],
+    columns: Sequence[str] | None,
+    dnf: P.Dnf | None,
+) -> Iterator[pa.Table]:
+    """Rows of a primary-key table's splits, merged per bucket (the real-time view).
+
+    The filter applies after merging: a value filter applied before could let an
+    older version of a row show through a newer one that fails it.
+    """
+    wanted = list(columns) if columns is not None else list(store.arrow_schema.names)
+    needed = wanted + sorted(P.columns_of(dnf) - set(wanted))
+    schema = _project(store.arrow_schema, wanted)
+    merger = BucketMerger(store.file_io, store.layout, store.merge_settings, columns=needed)
+    expression = P.to_expression(dnf) if dnf is not None else None
+    for split in splits:
+        runs = sorted_runs(split.files, store.decode_key)
+        paths = [
+            [f.external_path or f"{split.bucket_path}/{f.file_name}" for f in run.files]
+            for run in runs
+        ]
+        for table in merger.merge(paths):
+            if expression is not None:
+                table = table.filter(expression)
+            if table.num_rows:
+                yield _exact(table.select(wanted), schema)
+
+
+def read_merged(
+    store: FileStore,
+    splits: Sequence[DataSplit],
+    columns: Sequence[str] | None,
+    dnf: P.Dnf | None,
+) -> pa.Table:
+    schema = _project(store.arrow_schema, columns)
+    if len(splits) > 1:
+        # Buckets merge independently; Arrow's sorts and reads release the GIL.
+        parts = parallel_map(
+            lambda split: list(merged_batches(store, [split], columns, dnf)), splits
+        )
+        tables = [t for part in parts for t in part]
+    else:
+        tables = list(merged_batches(store, splits, columns, dnf))
+    return pa.concat_tables(tables) if tables else schema.empty_table()

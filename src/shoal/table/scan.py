@@ -72,7 +72,7 @@ def live_entries(
 ) -> list[ManifestEntry]:
     """The ADD entries live in ``snapshot`` that may hold rows matching ``dnf``."""
     partition_keys = set(store.schema.partition_keys)
-    partition_dnf = _restrict(dnf, partition_keys)
+    partition_dnf = restrict(dnf, partition_keys)
     metas = [
         m
         for m in read_manifest_metas(store, snapshot)
@@ -90,7 +90,7 @@ def live_entries(
     return out
 
 
-def _restrict(dnf: P.Dnf | None, columns: set[str]) -> P.Dnf | None:
+def restrict(dnf: P.Dnf | None, columns: set[str]) -> P.Dnf | None:
     """The part of ``dnf`` that only partition values decide (a weaker filter)."""
     if dnf is None:
         return None
@@ -187,9 +187,17 @@ def _file_pruner(
 
 
 def make_splits(
-    store: FileStore, snapshot_id: int, entries: Sequence[ManifestEntry]
+    store: FileStore,
+    snapshot_id: int,
+    entries: Sequence[ManifestEntry],
+    *,
+    whole_buckets: bool = False,
 ) -> list[DataSplit]:
-    """Pack each bucket's files, in sequence order, into splits of about the target size."""
+    """Pack each bucket's files, in sequence order, into splits of about the target size.
+
+    With ``whole_buckets`` (a primary-key table read with merging) a bucket is never
+    divided: its files are merged together.
+    """
     target = store.options.get(O.SPLIT_TARGET_SIZE)
     open_cost = store.options.get(O.SPLIT_OPEN_FILE_COST)
     by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
@@ -204,7 +212,7 @@ def make_splits(
         weight = 0
         for f in files:
             cost = max(f.file_size, open_cost)
-            if pack and weight + cost > target:
+            if pack and weight + cost > target and not whole_buckets:
                 splits.append(
                     DataSplit(store.uri, snapshot_id, values, bucket, bucket_path, tuple(pack))
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import pyarrow as pa
 
@@ -10,9 +11,12 @@ from shoal import options as O
 from shoal.errors import UnsupportedFeatureError
 from shoal.io import FileIO
 from shoal.options import Options
+from shoal.spec import binary_row
 from shoal.spec import types as T
 from shoal.spec.schema import TableSchema
+from shoal.table.kv import KeyValueLayout
 from shoal.table.manifests import ManifestStore
+from shoal.table.merge import MergeSettings
 from shoal.table.partition import PartitionCodec
 from shoal.table.paths import PathFactory
 from shoal.table.schema_manager import SchemaManager
@@ -88,6 +92,34 @@ class FileStore:
     @property
     def stats_mode(self) -> str:
         return self.options.get(O.STATS_MODE)
+
+    @property
+    def is_primary_key(self) -> bool:
+        return bool(self.schema.primary_keys)
+
+    @cached_property
+    def layout(self) -> KeyValueLayout:
+        return KeyValueLayout(self.schema)
+
+    @cached_property
+    def merge_settings(self) -> MergeSettings:
+        return MergeSettings(
+            engine=self.options.get(O.MERGE_ENGINE),
+            sequence_field=self.options.get(O.SEQUENCE_FIELD) or None,
+            ignore_delete=self.options.get(O.IGNORE_DELETE),
+        )
+
+    @property
+    def max_level(self) -> int:
+        """The top level of the LSM tree, where full compaction writes."""
+        levels = self.options.get(O.NUM_LEVELS) or (
+            self.options.get(O.NUM_SORTED_RUN_COMPACTION_TRIGGER) + 1
+        )
+        return levels - 1
+
+    def decode_key(self, data: bytes) -> tuple[Any, ...]:
+        """A data file's min or max key as a comparable tuple."""
+        return binary_row.deserialize(data, self.layout.key_types)
 
     def schema_of(self, schema_id: int) -> TableSchema:
         return self.schema if schema_id == self.schema.id else self.schemas.schema(schema_id)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from shoal import options as O
 from shoal.errors import (
     InvalidArgumentError,
+    SequenceConflictError,
     SnapshotNotFoundError,
     TableNotFoundError,
     TagNotFoundError,
@@ -16,19 +18,28 @@ from shoal.errors import (
 )
 from shoal.io import FileIO, file_io_for
 from shoal.spec.snapshot import Snapshot
+from shoal.table import kv
 from shoal.table import predicate as P
 from shoal.table.commit import WHOLE_TABLE, FileStoreCommit, OverwriteScope
+from shoal.table.kv_write import KeyValueWriter, next_sequences
 from shoal.table.paths import PathFactory
-from shoal.table.read import read_batches, read_table
-from shoal.table.scan import DataSplit, live_entries, make_splits
+from shoal.table.read import merged_batches, read_batches, read_merged, read_table
+from shoal.table.scan import DataSplit, live_entries, make_splits, restrict
 from shoal.table.schema_manager import SchemaManager
 from shoal.table.store import FileStore
 from shoal.table.system_tables import system_table
-from shoal.table.write import AppendWriter
+from shoal.table.write import AppendWriter, CommitMessage
+
+if TYPE_CHECKING:
+    from shoal.compaction.compact import CompactResult
 
 
 class Scan:
-    """A planned read of one snapshot: ``plan()`` for splits, or the rows directly."""
+    """A planned read of one snapshot: ``plan()`` for splits, or the rows directly.
+
+    On a primary-key table the real-time view merges each bucket's files by key; the
+    read-optimized view reads only the top level of each bucket, without merging.
+    """
 
     def __init__(
         self,
@@ -36,6 +47,8 @@ class Scan:
         snapshot: Snapshot | None,
         columns: Sequence[str] | None,
         dnf: P.Dnf | None,
+        *,
+        read_optimized: bool = False,
     ) -> None:
         self._store = store
         self.snapshot = snapshot
@@ -44,22 +57,39 @@ class Scan:
         self._splits: list[DataSplit] | None = None
         schema = store.schema_of(snapshot.schema_id) if snapshot is not None else store.schema
         self.schema: pa.Schema = schema.arrow_schema()
+        self.merging = store.is_primary_key and not read_optimized
+        self.read_optimized = read_optimized
 
     def plan(self) -> list[DataSplit]:
         """The splits to read, each a picklable unit of work."""
         if self._splits is None:
-            if self.snapshot is None:
-                self._splits = []
-            else:
-                entries = live_entries(self._store, self.snapshot, self._dnf)
-                self._splits = make_splits(self._store, self.snapshot.id, entries)
+            self._splits = [] if self.snapshot is None else self._plan(self.snapshot)
         return self._splits
 
+    def _plan(self, snapshot: Snapshot) -> list[DataSplit]:
+        store = self._store
+        prune = self._dnf
+        if self.merging:
+            # Only key columns prune a merged read: every version of a row has its key.
+            prune = restrict(prune, set(store.schema.primary_keys))
+        entries = live_entries(store, snapshot, prune)
+        if store.is_primary_key and self.read_optimized:
+            entries = [e for e in entries if e.file.level == store.max_level]
+        return make_splits(store, snapshot.id, entries, whole_buckets=self.merging)
+
     def to_arrow(self) -> pa.Table:
+        if self.merging:
+            return read_merged(self._store, self.plan(), self.columns, self._dnf)
         return read_table(self._store.file_io, self.plan(), self.schema, self.columns, self._dnf)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        return read_batches(self._store.file_io, self.plan(), self.schema, self.columns, self._dnf)
+        if self.merging:
+            for table in merged_batches(self._store, self.plan(), self.columns, self._dnf):
+                yield from table.to_batches()
+            return
+        yield from read_batches(
+            self._store.file_io, self.plan(), self.schema, self.columns, self._dnf
+        )
 
 
 class Table:
@@ -68,10 +98,10 @@ class Table:
     def __init__(self, store: FileStore, name: str | None = None) -> None:
         self._store = store
         self.name = name
-        if store.schema.primary_keys:
+        if store.schema.primary_keys and store.num_buckets < 1:
             raise UnsupportedFeatureError(
-                f"table {store.uri!r} has a primary key; this version of shoal reads and "
-                "writes append tables only"
+                f"table {store.uri!r} uses dynamic bucket mode (bucket = {store.num_buckets}); "
+                "shoal reads and writes primary-key tables with fixed buckets"
             )
         self._committer = FileStoreCommit(store)
 
@@ -123,8 +153,15 @@ class Table:
         return list(self._store.snapshots.snapshots())
 
     # --- writing -----------------------------------------------------------------------------
-    def _write(self, data: Any) -> list[Any]:
-        writer = AppendWriter(self._store)
+    def _write(self, data: Any) -> list[CommitMessage]:
+        """Data files for ``data``, not yet committed (an overwrite's new rows)."""
+        store = self._store
+        if store.is_primary_key:
+            keyed = KeyValueWriter(store, store.merge_settings)
+            keyed.write(data)
+            sequences = next_sequences(store, store.snapshots.latest(), keyed.buckets)
+            return keyed.prepare_commit(sequences)
+        writer = AppendWriter(store)
         try:
             writer.write(data)
         except BaseException:
@@ -136,11 +173,83 @@ class Table:
         """Add rows in one atomic commit; returns the new snapshot.
 
         ``data`` is a pyarrow Table, RecordBatch, RecordBatchReader (streamed) or a
-        pandas DataFrame. Raises SchemaMismatchError before anything is committed.
+        pandas DataFrame. On a primary-key table this is :meth:`upsert`. Raises
+        SchemaMismatchError before anything is committed.
         """
+        if self._store.is_primary_key:
+            return self.upsert(data)
         snapshot = self._committer.commit(self._write(data), allow_empty=True)
         assert snapshot is not None
         return snapshot
+
+    def upsert(self, data: Any) -> Snapshot:
+        """Insert or replace rows by primary key in one commit (the last row of a key in
+        ``data`` wins). May be followed by one COMPACT commit when a bucket reaches
+        ``num-sorted-run.compaction-trigger`` sorted runs (unless ``write-only``)."""
+        return self._write_keyed(data, kv.INSERT)
+
+    def delete(self, keys: Any) -> Snapshot:
+        """Delete rows by primary key, in one commit. ``keys`` holds the key columns
+        (other columns may be present and are ignored)."""
+        return self._write_keyed(keys, kv.DELETE)
+
+    def _require_primary_key(self, what: str) -> None:
+        if not self._store.is_primary_key:
+            raise InvalidArgumentError(
+                f"{what} needs a primary-key table; {self.name or self.path} is an append table"
+            )
+
+    def _write_keyed(self, data: Any, kind: int) -> Snapshot:
+        self._require_primary_key("upsert" if kind == kv.INSERT else "delete")
+        store = self._store
+        writer = KeyValueWriter(store, store.merge_settings)
+        writer.write(data, kind)
+        attempts = store.options.get(O.COMMIT_MAX_RETRIES) + 1
+        for attempt in range(attempts):
+            latest = store.snapshots.latest()
+            messages = writer.prepare_commit(next_sequences(store, latest, writer.buckets))
+            try:
+                snapshot = self._committer.commit(messages, allow_empty=True, check_sequences=True)
+            except SequenceConflictError:
+                if attempt + 1 == attempts:
+                    raise
+                continue  # another writer wrote to a bucket: sequence again, write again
+            assert snapshot is not None
+            self._compact_after_write(writer.buckets)
+            return snapshot
+        raise AssertionError("unreachable")
+
+    def _compact_after_write(self, buckets: list[tuple[bytes, int]]) -> None:
+        store = self._store
+        if store.options.get(O.WRITE_ONLY) or not buckets:
+            return
+        # compaction/ builds on table/, so the table reaches it through a local import.
+        from shoal.compaction.compact import compact
+        from shoal.compaction.strategies import UniversalCompaction
+
+        trigger = store.options.get(O.NUM_SORTED_RUN_COMPACTION_TRIGGER)
+        strategy = UniversalCompaction(
+            max_size_amplification_percent=store.options.get(O.COMPACTION_MAX_SIZE_AMPLIFICATION),
+            size_ratio=store.options.get(O.COMPACTION_SIZE_RATIO),
+            num_sorted_run_trigger=trigger,
+        )
+        compact(store, self._committer, strategy, set(buckets))
+
+    def compact(
+        self, strategy: str | None = None, event_time_threshold: Any = None
+    ) -> CompactResult:
+        """Compact a primary-key table in one COMPACT commit.
+
+        ``strategy``: "full" (every bucket into one sorted run at the top level),
+        "universal" (Paimon's size-ratio and run-count rules), or None for the
+        ``compaction.strategy`` option. Readers see the same rows before and after.
+        """
+        self._require_primary_key("compact")
+        from shoal.compaction.compact import compact
+        from shoal.compaction.strategies import strategy_for
+
+        name = strategy or self._store.options.get(O.COMPACTION_STRATEGY)
+        return compact(self._store, self._committer, strategy_for(name, self._store.options))
 
     def overwrite(self, data: Any, *, partition: Mapping[str, Any] | None = None) -> Snapshot:
         """Replace the whole table, or one partition, with ``data`` in one commit.
@@ -245,7 +354,13 @@ class Table:
                 raise InvalidArgumentError(
                     f"unknown columns {unknown}; the table has {list(types)}"
                 )
-        return Scan(self._store, snapshot, columns, P.parse_filter(filter, types))
+        return Scan(
+            self._store,
+            snapshot,
+            columns,
+            P.parse_filter(filter, types),
+            read_optimized=read_optimized,
+        )
 
     def to_arrow(
         self,

@@ -1,0 +1,99 @@
+"""Compacting a primary-key table: plan per bucket, rewrite in parallel, one commit.
+
+The plan is made against the latest snapshot; the COMPACT commit deletes the input
+files and adds the outputs. If a concurrent commit removed an input meanwhile (another
+compaction, an overwrite), the commit fails with CommitConflictError and nothing
+changes; appends that land meanwhile do not conflict, because compaction keeps every
+row's sequence number.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from shoal.compaction.rewrite import rewrite
+from shoal.compaction.runs import CompactStrategy, CompactUnit, sorted_runs
+from shoal.io import parallel_map
+from shoal.spec.data_file import DataFileMeta
+from shoal.spec.snapshot import Snapshot
+from shoal.table.commit import FileStoreCommit
+from shoal.table.scan import live_entries
+from shoal.table.store import FileStore
+
+logger = logging.getLogger(__name__)
+
+BucketKey = tuple[bytes, int]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactResult:
+    """What one compaction did: its snapshot (None when there was nothing to do) and
+    how many files it rewrote and wrote."""
+
+    snapshot: Snapshot | None
+    compacted_files: int
+    written_files: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    partition: bytes
+    bucket: int
+    unit: CompactUnit
+    drop_deletes: bool
+
+
+def plan(
+    store: FileStore,
+    snapshot: Snapshot,
+    strategy: CompactStrategy,
+    buckets: Collection[BucketKey] | None = None,
+) -> list[_Task]:
+    """One task per bucket the strategy wants to compact."""
+    partition_filter = None
+    if buckets is not None:
+        partitions = {p for p, _ in buckets}
+        partition_filter = partitions.__contains__
+    files: dict[BucketKey, list[DataFileMeta]] = defaultdict(list)
+    for entry in live_entries(store, snapshot, partition_filter=partition_filter):
+        key = (entry.partition, entry.bucket)
+        if buckets is None or key in buckets:
+            files[key].append(entry.file)
+    tasks = []
+    for (partition, bucket), bucket_files in files.items():
+        runs = sorted_runs(bucket_files, store.decode_key)
+        unit = strategy.pick(runs, store.max_level)
+        if unit is None or not unit.files:
+            continue
+        highest = max(run.level for run in runs)
+        # Deletes may go only when no older version of a key can remain below.
+        drop = unit.output_level != 0 and unit.output_level >= highest
+        tasks.append(_Task(partition, bucket, unit, drop))
+    return tasks
+
+
+def compact(
+    store: FileStore,
+    committer: FileStoreCommit,
+    strategy: CompactStrategy,
+    buckets: Collection[BucketKey] | None = None,
+) -> CompactResult:
+    """Compact the table (or only ``buckets``) with ``strategy``; one COMPACT commit."""
+    latest = store.snapshots.latest()
+    if latest is None:
+        return CompactResult(None, 0, 0)
+    tasks = plan(store, latest, strategy, buckets)
+    if not tasks:
+        return CompactResult(None, 0, 0)
+    messages = parallel_map(
+        lambda t: rewrite(store, t.partition, t.bucket, t.unit, drop_deletes=t.drop_deletes),
+        tasks,
+    )
+    snapshot = committer.commit(messages, kind="COMPACT", allow_empty=True)
+    compacted = sum(len(m.deleted_files) for m in messages)
+    written = sum(len(m.new_files) for m in messages)
+    logger.info("compacted %d files into %d in %d buckets", compacted, written, len(tasks))
+    return CompactResult(snapshot, compacted, written)

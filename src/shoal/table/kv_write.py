@@ -1,0 +1,136 @@
+"""Writing primary-key tables: rows buffered per bucket, sequenced, sorted by key, one
+row per key, written as level-0 files (sorted runs).
+
+Sequence numbers continue from the bucket's highest one in the snapshot the write
+is planned against; the committer refuses the commit if another writer added to the
+bucket meanwhile (their numbers could interleave), and the write is then sequenced
+again and rewritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from shoal.errors import SchemaMismatchError
+from shoal.table import kv
+from shoal.table.conform import conform, to_batches
+from shoal.table.kv import KeyValueLayout
+from shoal.table.merge import MergeSettings, winners
+from shoal.table.scan import live_entries
+from shoal.table.write import CommitMessage, RollingFileWriter, split_rows
+
+if TYPE_CHECKING:
+    from shoal.spec.snapshot import Snapshot
+    from shoal.table.store import FileStore
+
+BucketKey = tuple[bytes, int]
+
+
+def _default_values(field: pa.Field, n: int) -> pa.Array:
+    """Filler for the value columns of a key-only delete (never read: the row retracts)."""
+    if field.nullable:
+        return pa.nulls(n, field.type)
+    t = field.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.array([""] * n, t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.array([b""] * n, t)
+    if pa.types.is_boolean(t):
+        return pa.array([False] * n, t)
+    return pc.cast(pa.array(np.zeros(n, dtype=np.int64)), t)
+
+
+class KeyValueWriter:
+    """Buffers one write's rows per bucket; ``prepare_commit`` turns them into files."""
+
+    def __init__(self, store: FileStore, settings: MergeSettings) -> None:
+        self.store = store
+        self.layout = KeyValueLayout(store.schema)
+        self.settings = settings
+        self._buffers: dict[BucketKey, list[tuple[pa.Table, int]]] = {}
+
+    @property
+    def buckets(self) -> list[BucketKey]:
+        return list(self._buffers)
+
+    def write(self, data: Any, kind: int = kv.INSERT) -> None:
+        schema = self.store.arrow_schema
+        source = to_batches(data)
+        batches: Iterable[pa.Table | pa.RecordBatch] = (
+            [source] if isinstance(source, pa.Table) else source
+        )
+        for batch in batches:
+            table = self._complete(batch) if kind == kv.DELETE else batch
+            table = conform(table, schema)
+            if table.num_rows:
+                self._check_keys(table)
+                for key, rows in split_rows(self.store, table):
+                    self._buffers.setdefault(key, []).append((rows, kind))
+
+    def _complete(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
+        """Key-only delete rows filled out to whole rows."""
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        missing = [k for k in self.store.schema.primary_keys if k not in table.column_names]
+        if missing:
+            raise SchemaMismatchError(f"delete needs the primary-key columns; {missing} missing")
+        schema = self.store.arrow_schema
+        columns = [
+            table.column(f.name)
+            if f.name in table.column_names
+            else _default_values(f, table.num_rows)
+            for f in schema
+        ]
+        return pa.Table.from_arrays(columns, names=schema.names)
+
+    def _check_keys(self, table: pa.Table) -> None:
+        for k in self.store.schema.primary_keys:
+            if table.column(k).null_count:
+                raise SchemaMismatchError(f"primary-key column {k!r} holds nulls")
+
+    def prepare_commit(self, next_sequence: dict[BucketKey, int]) -> list[CommitMessage]:
+        """Write every buffered bucket as sorted level-0 files, sequencing its rows from
+        ``next_sequence[bucket]`` (0 for a bucket not in it)."""
+        messages = []
+        for key, parts in self._buffers.items():
+            files = self._write_bucket(key, parts, next_sequence.get(key, 0))
+            messages.append(CommitMessage(key[0], key[1], self.store.num_buckets, tuple(files)))
+        return messages
+
+    def _write_bucket(
+        self, key: BucketKey, parts: list[tuple[pa.Table, int]], start: int
+    ) -> list[Any]:
+        values = pa.concat_tables([t for t, _ in parts])
+        kinds = pa.array(
+            np.concatenate([np.full(t.num_rows, k, dtype=np.int8) for t, k in parts]), pa.int8()
+        )
+        sequence = pa.array(np.arange(start, start + values.num_rows, dtype=np.int64))
+        rows = self.layout.to_file_table(values, sequence, kinds)
+        rows = winners(rows, self.layout, self.settings)
+        writer = RollingFileWriter(self.store, key[0], key[1], layout=self.layout)
+        try:
+            writer.write(rows)
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.close()
+
+
+def next_sequences(
+    store: FileStore, snapshot: Snapshot | None, buckets: Iterable[BucketKey]
+) -> dict[BucketKey, int]:
+    """The first free sequence number of each bucket in ``snapshot``."""
+    wanted = set(buckets)
+    if snapshot is None or not wanted:
+        return {}
+    partitions = {p for p, _ in wanted}
+    found: dict[BucketKey, int] = {}
+    for e in live_entries(store, snapshot, partition_filter=partitions.__contains__):
+        key = (e.partition, e.bucket)
+        if key in wanted:
+            found[key] = max(found.get(key, 0), e.file.max_sequence_number + 1)
+    return found
