@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from shoal.compaction.rewrite import rewrite
 from shoal.compaction.runs import CompactStrategy, CompactUnit, sorted_runs
+from shoal.errors import CommitConflictError
 from shoal.io import parallel_map
 from shoal.spec.data_file import DataFileMeta
 from shoal.spec.snapshot import Snapshot
@@ -80,8 +81,32 @@ def compact(
     committer: FileStoreCommit,
     strategy: CompactStrategy,
     buckets: Collection[BucketKey] | None = None,
+    *,
+    attempts: int = 3,
 ) -> CompactResult:
-    """Compact the table (or only ``buckets``) with ``strategy``; one COMPACT commit."""
+    """Compact the table (or only ``buckets``) with ``strategy``; one COMPACT commit.
+
+    When a concurrent commit removed a file this compaction rewrote, the work is
+    planned again against the new latest snapshot (safe: nothing was committed, and
+    the files written meanwhile are left to orphan cleanup), up to ``attempts``
+    times; then the CommitConflictError propagates.
+    """
+    for attempt in range(attempts):
+        try:
+            return _compact_once(store, committer, strategy, buckets)
+        except CommitConflictError:
+            if attempt + 1 == attempts:
+                raise
+            logger.info("compaction lost a race; planning again")
+    raise AssertionError("unreachable")
+
+
+def _compact_once(
+    store: FileStore,
+    committer: FileStoreCommit,
+    strategy: CompactStrategy,
+    buckets: Collection[BucketKey] | None,
+) -> CompactResult:
     latest = store.snapshots.latest()
     if latest is None:
         return CompactResult(None, 0, 0)

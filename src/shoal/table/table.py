@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -9,6 +10,7 @@ import pyarrow as pa
 
 from shoal import options as O
 from shoal.errors import (
+    CommitConflictError,
     InvalidArgumentError,
     SequenceConflictError,
     SnapshotNotFoundError,
@@ -32,6 +34,8 @@ from shoal.table.write import AppendWriter, CommitMessage
 
 if TYPE_CHECKING:
     from shoal.compaction.compact import CompactResult
+
+logger = logging.getLogger(__name__)
 
 
 class Scan:
@@ -233,7 +237,11 @@ class Table:
             size_ratio=store.options.get(O.COMPACTION_SIZE_RATIO),
             num_sorted_run_trigger=trigger,
         )
-        compact(store, self._committer, strategy, set(buckets))
+        try:
+            compact(store, self._committer, strategy, set(buckets))
+        except CommitConflictError as exc:
+            # The write is committed; compaction is upkeep that the next write retries.
+            logger.warning("compaction after the write gave way to a concurrent one: %s", exc)
 
     def compact(
         self, strategy: str | None = None, event_time_threshold: Any = None
