@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import pyarrow as pa
@@ -38,7 +39,8 @@ def test_upsert_delete_and_views(pk: shoal.Table) -> None:
     assert view(pk, read_optimized=True) == {}  # nothing compacted yet
     assert pk.append(rows([4], "z")).commit_kind == "APPEND"  # append means upsert
     result = pk.compact("full")
-    assert result.snapshot is not None and result.snapshot.commit_kind == "COMPACT"
+    assert result.snapshot is not None
+    assert result.snapshot.commit_kind == "COMPACT"
     assert view(pk, read_optimized=True) == view(pk) == {
         ("a", 1): "x1", ("a", 2): "y2", ("a", 4): "z4"}
     assert pk.compact("full").snapshot is None  # already one run at the top level
@@ -146,7 +148,7 @@ def test_concurrent_writers_to_one_bucket_are_sequenced(catalog: shoal.Catalog) 
     files = table.system_table("files")
     ranges = sorted(zip(files["min_sequence_number"].to_pylist(),
                         files["max_sequence_number"].to_pylist(), strict=True))
-    assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False)), ranges
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(ranges)), ranges
     # Every key holds the value of whichever write committed last.
     last = {}
     for s in table.snapshots():
