@@ -108,7 +108,8 @@ class UniversalCompaction:
 
     def pick_for_size_ratio(self, runs: Sequence[SortedRun], max_level: int) -> CompactUnit | None:
         """Rule 2: starting from the newest run, take the next run while it is no bigger
-        than the candidates' size plus ``size-ratio`` percent."""
+        than the candidates' size plus ``size-ratio`` percent (once two runs are taken,
+        level-0 and level-1 runs are taken whatever their size)."""
         if len(runs) < self.num_sorted_run_trigger:
             return None
         return self._pick_for_size_ratio(runs, max_level, 1)
@@ -119,8 +120,8 @@ class UniversalCompaction:
         candidate_size = sum(run.total_size for run in runs[:candidate_count])
         triggered = candidate_count > 1
         for run in runs[candidate_count:]:
-            # Paimon's test in Java's doubles (the long operand converted too); it only
-            # differs from exact arithmetic beyond 2**53 / (100 + ratio) bytes
+            # Paimon's test in Java's doubles (the long operand converted too); exact
+            # until candidate_size * (100 + size_ratio) passes 2**53
             if candidate_size * (100.0 + self.size_ratio) / 100.0 < float(run.total_size) and (
                 # Once a merge is decided, a level-0 or level-1 run is taken whatever its
                 # size: create_unit would pull it in anyway (no output to level 0), and it

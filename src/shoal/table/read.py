@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from shoal.errors import CorruptDataFileError
-from shoal.io import FileIO, parallel_map
+from shoal.io import FileIO
 from shoal.table import predicate as P
 from shoal.table.levels import sorted_runs
 from shoal.table.merge import BucketMerger
@@ -139,13 +139,8 @@ def read_merged(
     columns: Sequence[str] | None,
     dnf: P.Dnf | None,
 ) -> pa.Table:
+    # Buckets merge one after another: Arrow already decodes and sorts on all cores, and
+    # merging several buckets at once only multiplies the memory.
     schema = _project(store.arrow_schema, columns)
-    if len(splits) > 1:
-        # Buckets merge independently; Arrow's sorts and reads release the GIL.
-        parts = parallel_map(
-            lambda split: list(merged_batches(store, [split], columns, dnf)), splits
-        )
-        tables = [t for part in parts for t in part]
-    else:
-        tables = list(merged_batches(store, splits, columns, dnf))
+    tables = list(merged_batches(store, splits, columns, dnf))
     return pa.concat_tables(tables) if tables else schema.empty_table()
