@@ -524,9 +524,13 @@ def atomic_column(draw: st.DrawFn) -> tuple[T.DataType, st.SearchStrategy[Any]]:
         )
     precision = draw(st.integers(0, 9))
     if kind == "TIMESTAMP":
-        values = st.datetimes()
+        values = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30))
     else:
-        values = st.datetimes(timezones=st.just(UTC) | _FIXED_OFFSETS)
+        # A day away from Python's limits, so the UTC instant is a datetime too.
+        values = st.datetimes(
+            min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+            timezones=st.just(UTC) | _FIXED_OFFSETS,
+        )
     if precision <= 3:
         values = values.map(_ms)
     suffix = " WITH LOCAL TIME ZONE" if kind == "TIMESTAMP_LTZ" else ""

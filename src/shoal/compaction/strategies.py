@@ -22,13 +22,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shoal import options as O
 from shoal.compaction.runs import CompactStrategy, CompactUnit, SortedRun
 from shoal.errors import InvalidOptionError
 from shoal.options import Options
 
-MAX_SIZE_AMPLIFICATION_PERCENT = "compaction.max-size-amplification-percent"
-SIZE_RATIO = "compaction.size-ratio"
-NUM_SORTED_RUN_COMPACTION_TRIGGER = "num-sorted-run.compaction-trigger"
+MAX_SIZE_AMPLIFICATION_PERCENT = O.COMPACTION_MAX_SIZE_AMPLIFICATION.key
+SIZE_RATIO = O.COMPACTION_SIZE_RATIO.key
+NUM_SORTED_RUN_COMPACTION_TRIGGER = O.NUM_SORTED_RUN_COMPACTION_TRIGGER.key
 
 
 def _unit(output_level: int, runs: Sequence[SortedRun]) -> CompactUnit:
@@ -136,14 +137,13 @@ class UniversalCompaction:
         return create_unit(runs, max_level, candidate_count) if triggered else None
 
 
-def _int_option(raw: dict[str, str], key: str, default: int) -> int:
-    text = raw.get(key)
-    if text is None:
-        return default
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise InvalidOptionError(key, text, "expected an integer") from None
+def universal_for(options: Options) -> UniversalCompaction:
+    """Universal compaction set up from a table's options."""
+    return UniversalCompaction(
+        options.get(O.COMPACTION_MAX_SIZE_AMPLIFICATION),
+        options.get(O.COMPACTION_SIZE_RATIO),
+        options.get(O.NUM_SORTED_RUN_COMPACTION_TRIGGER),
+    )
 
 
 def strategy_for(name: str, options: Options) -> CompactStrategy:
@@ -151,10 +151,5 @@ def strategy_for(name: str, options: Options) -> CompactStrategy:
     if name == "full":
         return FullCompaction()
     if name == "universal":
-        raw = options.raw()
-        return UniversalCompaction(
-            _int_option(raw, MAX_SIZE_AMPLIFICATION_PERCENT, 200),
-            _int_option(raw, SIZE_RATIO, 1),
-            _int_option(raw, NUM_SORTED_RUN_COMPACTION_TRIGGER, 5),
-        )
+        return universal_for(options)
     raise InvalidOptionError("compaction.strategy", name, "expected 'full' or 'universal'")

@@ -229,14 +229,9 @@ class Table:
             return
         # compaction/ builds on table/, so the table reaches it through a local import.
         from shoal.compaction.compact import compact
-        from shoal.compaction.strategies import UniversalCompaction
+        from shoal.compaction.strategies import universal_for
 
-        trigger = store.options.get(O.NUM_SORTED_RUN_COMPACTION_TRIGGER)
-        strategy = UniversalCompaction(
-            max_size_amplification_percent=store.options.get(O.COMPACTION_MAX_SIZE_AMPLIFICATION),
-            size_ratio=store.options.get(O.COMPACTION_SIZE_RATIO),
-            num_sorted_run_trigger=trigger,
-        )
+        strategy = universal_for(store.options)
         try:
             compact(store, self._committer, strategy, set(buckets))
         except CommitConflictError as exc:
