@@ -339,8 +339,8 @@ COMPACTION_STRATEGY = _declare(
         "compaction.strategy",
         _parse_str,
         "universal",
-        "The strategy compact() uses when none is given: universal, full or event-time.",
-        _one_of("universal", "full", "event-time"),
+        "The strategy compact() uses when none is given: universal or full.",
+        _one_of("universal", "full"),
     )
 )
 
