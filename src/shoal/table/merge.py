@@ -196,7 +196,8 @@ class BucketMerger:
                     pieces.append(table.slice(0, cut))
                 rest = table.slice(cut)
                 buffers[i] = rest if rest.num_rows else next(streams[i], None)
-            resolved = self._resolve(pa.concat_tables(pieces), single_run=False)
+            # Rows of a single run are unique and sorted already: no sort needed.
+            resolved = self._resolve(pa.concat_tables(pieces), single_run=len(pieces) == 1)
             if resolved.num_rows:
                 yield resolved
 
