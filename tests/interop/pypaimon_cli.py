@@ -61,6 +61,23 @@ def _names(text: str | None) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()] if text else []
 
 
+def _read_rows(table: Any, columns: list[str]) -> pa.Table:
+    builder = table.new_read_builder()
+    if columns:
+        builder = builder.with_projection(columns)
+    splits = builder.new_scan().plan().splits()
+    result = builder.new_read().to_arrow(splits)
+    if result is None:  # defensive: pypaimon returns an empty table today
+        pa_schema = importlib.import_module("pypaimon.schema.data_types").PyarrowFieldParser
+        result = pa_schema.from_paimon_schema(builder.read_type()).empty_table()
+    return result
+
+
+def _write_out(path: str, result: pa.Table) -> None:
+    with ipc.new_file(path, result.schema) as writer:
+        writer.write_table(result)
+
+
 def cmd_read(args: argparse.Namespace) -> dict[str, Any]:
     """Read a table (or a time-travel view of it) and write the rows to --out."""
     table = _table(args.warehouse, args.table)
@@ -74,18 +91,20 @@ def cmd_read(args: argparse.Namespace) -> dict[str, Any]:
         travel["scan.timestamp-millis"] = str(args.timestamp_ms)
     if travel:
         table = table.copy(travel)
-    builder = table.new_read_builder()
-    columns = _names(args.columns)
-    if columns:
-        builder = builder.with_projection(columns)
-    splits = builder.new_scan().plan().splits()
-    result = builder.new_read().to_arrow(splits)
-    if result is None:  # defensive: pypaimon returns an empty table today
-        pa_schema = importlib.import_module("pypaimon.schema.data_types").PyarrowFieldParser
-        result = pa_schema.from_paimon_schema(builder.read_type()).empty_table()
-    with ipc.new_file(args.out, result.schema) as writer:
-        writer.write_table(result)
+    result = _read_rows(table, _names(args.columns))
+    _write_out(args.out, result)
     return {"rows": result.num_rows, "latest_snapshot_id": latest}
+
+
+def cmd_read_each(args: argparse.Namespace) -> dict[str, Any]:
+    """Read several snapshots in one process: snapshot N goes to <--out-dir>/N.arrow."""
+    table = _table(args.warehouse, args.table)
+    rows: dict[str, int] = {}
+    for snapshot_id in args.snapshot_id:
+        result = _read_rows(table.copy({"scan.snapshot-id": str(snapshot_id)}), [])
+        _write_out(os.path.join(args.out_dir, f"{snapshot_id}.arrow"), result)
+        rows[str(snapshot_id)] = result.num_rows
+    return {"rows": rows}
 
 
 def cmd_write(args: argparse.Namespace) -> dict[str, Any]:
@@ -170,6 +189,10 @@ def _parser() -> argparse.ArgumentParser:
     travel.add_argument("--timestamp-ms", type=int)
     read.add_argument("--columns", help="comma-separated projection")
     read.add_argument("--out", required=True, help="Arrow IPC file to write")
+
+    read_each = command("read-each", cmd_read_each)
+    read_each.add_argument("--snapshot-id", type=int, action="append", required=True)
+    read_each.add_argument("--out-dir", required=True, help="folder for <id>.arrow files")
 
     write = command("write", cmd_write)
     write.add_argument("--input", action="append", default=[], help="Arrow IPC file; repeatable")

@@ -40,15 +40,18 @@ class MergeSettings:
 
 
 def _run_batches(
-    file_io: FileIO, paths: Sequence[str], columns: list[str], batch_rows: int
+    file_io: FileIO, paths: Sequence[str], schema: pa.Schema, batch_rows: int
 ) -> Iterator[pa.Table]:
+    """Batches of a run's files in ``schema`` (other writers mark nullability, or spell
+    types, differently: every batch is cast to the table's own form)."""
     for path in paths:
         try:
             with file_io.open_input_file(path) as source:
                 parquet = pq.ParquetFile(source)
-                for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
+                for batch in parquet.iter_batches(batch_size=batch_rows, columns=schema.names):
                     if batch.num_rows:
-                        yield pa.Table.from_batches([batch])
+                        table = pa.Table.from_batches([batch])
+                        yield table if table.schema.equals(schema) else table.cast(schema)
         except FileNotFoundError as exc:
             raise CorruptDataFileError(str(exc)) from None
         except (pa.ArrowInvalid, OSError) as exc:
@@ -163,14 +166,15 @@ class BucketMerger:
         extra = []
         if settings.sequence_field is not None and settings.sequence_field not in values:
             extra.append(settings.sequence_field)
-        self.read_columns = system + values + extra
+        file_schema = layout.file_schema
+        self.read_schema = pa.schema([file_schema.field(c) for c in system + values + extra])
         self.output_columns = (system if keep_system else []) + values
 
     def merge(self, runs: Sequence[Sequence[str]]) -> Iterator[pa.Table]:
         """Rows of the runs (each a key-ordered list of file paths), one per key."""
         keys = self.layout.key_columns
         streams = [
-            _run_batches(self.file_io, paths, self.read_columns, self.batch_rows) for paths in runs
+            _run_batches(self.file_io, paths, self.read_schema, self.batch_rows) for paths in runs
         ]
         buffers: list[pa.Table | None] = [next(s, None) for s in streams]
         while True:
