@@ -124,6 +124,7 @@ DECLARED_KEYS = {
     "MERGE_ENGINE": "merge-engine",
     "SEQUENCE_FIELD": "sequence.field",
     "IGNORE_DELETE": "ignore-delete",
+    "ROWKIND_FIELD": "rowkind.field",
     "WRITE_ONLY": "write-only",
     "NUM_SORTED_RUN_COMPACTION_TRIGGER": "num-sorted-run.compaction-trigger",
     "NUM_LEVELS": "num-levels",

@@ -158,9 +158,10 @@ def _check_primary_key_table(
                 options.get("bucket-key"),
                 f"the bucket key of a primary-key table must be part of the key {trimmed}",
             )
-    sequence_field = O.SEQUENCE_FIELD.get(options)
-    if sequence_field and sequence_field not in names:
-        raise InvalidOptionError("sequence.field", sequence_field, "no such column")
+    for option in (O.SEQUENCE_FIELD, O.ROWKIND_FIELD):
+        column = option.get(options)
+        if column and column not in names:
+            raise InvalidOptionError(option.key, column, "no such column")
 
 
 def build_schema(

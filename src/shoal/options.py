@@ -289,6 +289,14 @@ SEQUENCE_FIELD = _declare(
 IGNORE_DELETE = _declare(
     Option("ignore-delete", _parse_bool, False, "Drop delete rows instead of applying them.")
 )
+ROWKIND_FIELD = _declare(
+    Option(
+        "rowkind.field",
+        _parse_str,
+        "",
+        "A string column whose +I, -U, +U or -D gives each written row's kind.",
+    )
+)
 WRITE_ONLY = _declare(
     Option(
         "write-only",

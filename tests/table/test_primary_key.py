@@ -176,3 +176,15 @@ def test_compaction_conflicts_cleanly(pk: shoal.Table, catalog: shoal.Catalog) -
     assert view(shoal.open_table(pk.path)) == before
     # A compaction against the new state still works.
     assert compact(store, pk._committer, FullCompaction()).snapshot is None
+
+
+def test_rowkind_field_gives_each_row_its_kind(catalog: shoal.Catalog) -> None:
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("op", pa.string())])
+    table = catalog.create_table("db.t", schema, primary_keys=["id"],
+                                 options={"bucket": "1", "rowkind.field": "op"})
+    table.upsert(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "op": ["+I"] * 3},
+                          schema=schema))
+    table.upsert(pa.table({"id": [1, 2], "v": ["a", "B"], "op": ["-D", "+U"]}, schema=schema))
+    assert {r["id"]: r["v"] for r in table.to_arrow().to_pylist()} == {2: "B", 3: "c"}
+    with pytest.raises(shoal.SchemaMismatchError, match="rowkind"):
+        table.upsert(pa.table({"id": [4], "v": ["x"], "op": ["??"]}, schema=schema))

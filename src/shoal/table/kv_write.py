@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from shoal import options as O
 from shoal.errors import SchemaMismatchError
 from shoal.table import kv
 from shoal.table.conform import conform, to_batches
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
     from shoal.table.store import FileStore
 
 BucketKey = tuple[bytes, int]
+
+# Row kinds as a ``rowkind.field`` column spells them, in _VALUE_KIND order.
+_ROW_KINDS = ("+I", "-U", "+U", "-D")
 
 
 def _default_values(field: pa.Field, n: int) -> pa.Array:
@@ -52,7 +56,8 @@ class KeyValueWriter:
         self.store = store
         self.layout = KeyValueLayout(store.schema)
         self.settings = settings
-        self._buffers: dict[BucketKey, list[tuple[pa.Table, int]]] = {}
+        self._buffers: dict[BucketKey, list[tuple[pa.Table, np.ndarray]]] = {}
+        self._rowkind_field = store.options.get(O.ROWKIND_FIELD) or None
 
     @property
     def buckets(self) -> list[BucketKey]:
@@ -70,7 +75,22 @@ class KeyValueWriter:
             if table.num_rows:
                 self._check_keys(table)
                 for key, rows in split_rows(self.store, table):
-                    self._buffers.setdefault(key, []).append((rows, kind))
+                    self._buffers.setdefault(key, []).append((rows, self._kinds(rows, kind)))
+
+    def _kinds(self, rows: pa.Table, kind: int) -> np.ndarray:
+        """Each row's kind: ``kind``, or for an insert the ``rowkind.field`` column's
+        ``+I``/``-U``/``+U``/``-D`` when the table names one."""
+        if kind != kv.INSERT or self._rowkind_field is None:
+            return np.full(rows.num_rows, kind, dtype=np.int8)
+        column = rows.column(self._rowkind_field)
+        codes = pc.index_in(column, pa.array(list(_ROW_KINDS)))
+        if codes.null_count:
+            bad = pc.filter(column, pc.is_null(codes))[0].as_py()
+            raise SchemaMismatchError(
+                f"column {self._rowkind_field!r} (rowkind.field) holds {bad!r}; use one of "
+                f"{', '.join(_ROW_KINDS)}"
+            )
+        return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int8)
 
     def _complete(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
         """Key-only delete rows filled out to whole rows."""
@@ -102,12 +122,10 @@ class KeyValueWriter:
         return messages
 
     def _write_bucket(
-        self, key: BucketKey, parts: list[tuple[pa.Table, int]], start: int
+        self, key: BucketKey, parts: list[tuple[pa.Table, np.ndarray]], start: int
     ) -> list[Any]:
         values = pa.concat_tables([t for t, _ in parts])
-        kinds = pa.array(
-            np.concatenate([np.full(t.num_rows, k, dtype=np.int8) for t, k in parts]), pa.int8()
-        )
+        kinds = pa.array(np.concatenate([k for _, k in parts]), pa.int8())
         sequence = pa.array(np.arange(start, start + values.num_rows, dtype=np.int64))
         rows = self.layout.to_file_table(values, sequence, kinds)
         rows = winners(rows, self.layout, self.settings)
