@@ -1,4 +1,5 @@
-"""``python -m bench``: the small-appends benchmark; ``--quick`` for a short run."""
+"""``python -m bench``: the small-appends and primary-key benchmarks; ``--quick`` for a
+short run, ``--workload`` for one of them."""
 
 from __future__ import annotations
 
@@ -11,22 +12,38 @@ import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from bench import paimon_env
-from bench.report import render
-from bench.suite import Config, run
+from bench.procs import pypaimon_cmd, run_json
+from bench.report import Ratio, machine_info, render
 
 BENCH_DIR = Path(__file__).resolve().parent
+APPENDS, PRIMARY_KEY = "appends", "primary-key"
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     p.add_argument(
-        "--quick", action="store_true", help="40 appends and 3 repeats (under 2 minutes)"
+        "--quick",
+        action="store_true",
+        help="a short run of everything (under 2 minutes): 40 appends, 5 upserts of "
+        "20,000 rows, 3 repeats",
+    )
+    p.add_argument(
+        "--workload",
+        choices=["all", APPENDS, PRIMARY_KEY],
+        default="all",
+        help="run only this workload (default all; the report then holds only it)",
     )
     p.add_argument("--appends", type=int, help="number of appends (default 200, quick 40)")
     p.add_argument("--rows", type=int, default=1000, help="rows per append (multiple of 4)")
-    p.add_argument("--repeats", type=int, help="plan/read repeats (default 5, quick 3)")
+    p.add_argument("--repeats", type=int, help="append workload plan/read repeats (5, quick 3)")
+    p.add_argument("--pk-batches", type=int, help="number of upserts (default 20, quick 5)")
+    p.add_argument("--pk-rows", type=int, help="rows per upsert (default 50,000, quick 20,000)")
+    p.add_argument(
+        "--pk-repeats", type=int, default=3, help="primary-key read/compaction repeats (3)"
+    )
     p.add_argument("--seed", type=int, default=20261101)
     p.add_argument("--workdir", type=Path, help="where tables go (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the tables after the run")
@@ -43,46 +60,80 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="instead: cProfile N shoal appends and print the top costs",
     )
+    p.add_argument(
+        "--profile-pk",
+        action="store_true",
+        help="instead: cProfile shoal's real-time read and full compaction of the "
+        "primary-key workload (sized by --pk-batches/--pk-rows) and print the top costs",
+    )
     return p
+
+
+def _ratios_json(ratios: list[Ratio]) -> list[dict[str, Any]]:
+    return [
+        {"label": r.label, "value": r.value, "target": r.target, "note": r.note} for r in ratios
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    pk_batches = args.pk_batches or (5 if args.quick else 20)
+    pk_rows = args.pk_rows or (20_000 if args.quick else 50_000)
     if args.profile:
         from bench.profiling import profile_appends
 
         print(profile_appends(args.profile, args.rows, args.seed))
         return 0
+    if args.profile_pk:
+        from bench.profiling import profile_primary_key
+
+        print(profile_primary_key(pk_batches, pk_rows, args.seed))
+        return 0
     if args.rows <= 0 or args.rows % 4:
         raise SystemExit("--rows must be a positive multiple of 4 (one quarter per partition)")
-    appends = args.appends or (40 if args.quick else 200)
-    repeats = args.repeats or (3 if args.quick else 5)
+    workloads = [APPENDS, PRIMARY_KEY] if args.workload == "all" else [args.workload]
     python = None if args.no_pypaimon else paimon_env.ensure_pypaimon()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="shoal-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     load_before = os.getloadavg()[0]
+    sections: list[list[str]] = []
+    dump: dict[str, Any] = {}
     try:
-        report = run(Config(appends, args.rows, repeats, args.seed, workdir, python))
+        if APPENDS in workloads:
+            from bench.report import render_appends
+            from bench.suite import Config, run
+
+            appends = args.appends or (40 if args.quick else 200)
+            repeats = args.repeats or (3 if args.quick else 5)
+            report = run(Config(appends, args.rows, repeats, args.seed, workdir, python))
+            sections.append(render_appends(report))
+            dump[APPENDS] = {**asdict(report), "ratios": _ratios_json(report.ratios)}
+        if PRIMARY_KEY in workloads:
+            from bench.pk_report import render_primary_key
+            from bench.primary_key import PkConfig
+            from bench.primary_key import run as run_pk
+
+            pk = run_pk(PkConfig(pk_batches, pk_rows, args.pk_repeats, args.seed, workdir, python))
+            sections.append(render_primary_key(pk))
+            dump[PRIMARY_KEY] = {**asdict(pk), "ratios": _ratios_json(pk.ratios)}
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
-    report.notes.append(
+    versions = run_json(pypaimon_cmd(python, "version")) if python else None
+    machine = machine_info(versions)
+    notes = [
         f"benchmark wall time {time.perf_counter() - started:.0f} s; 1-minute load average "
         f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after (other work on the "
         "machine shows up here)"
-    )
-    text = render(report)
+    ]
+    text = render(machine, sections, notes)
     print(text)
     if str(args.output) != "-":
         args.output.write_text(text)
         raw = BENCH_DIR / "results" / "latest.json"
         raw.parent.mkdir(exist_ok=True)
-        dump = asdict(report)
-        dump["ratios"] = [
-            {"label": r.label, "value": r.value, "target": r.target} for r in report.ratios
-        ]
-        raw.write_text(json.dumps(dump, indent=2, default=str))
+        raw.write_text(json.dumps({"machine": machine, **dump}, indent=2, default=str))
     return 0
 
 

@@ -1,4 +1,4 @@
-"""cProfile of shoal's append path: where a small commit spends its time."""
+"""cProfile of shoal: where a small append, a real-time read and a compaction spend time."""
 
 from __future__ import annotations
 
@@ -8,9 +8,15 @@ import io
 import pstats
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
+from unittest.mock import patch
 
 from bench import data
+
+A = TypeVar("A")
+R = TypeVar("R")
 
 
 def profile_appends(appends: int, rows: int, seed: int, top: int = 30) -> str:
@@ -38,4 +44,71 @@ def profile_appends(appends: int, rows: int, seed: int, top: int = 30) -> str:
     for key in ("tottime", "cumulative"):
         out.write(f"\n=== top {top} by {key} ===\n")
         pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(top)
+    return out.getvalue()
+
+
+def _inline_map(fn: Callable[[A], R], items: Iterable[A]) -> list[R]:
+    return [fn(x) for x in items]
+
+
+def _top(profiler: cProfile.Profile, top: int) -> str:
+    out = io.StringIO()
+    for key in ("tottime", "cumulative"):
+        out.write(f"\n=== top {top} by {key} ===\n")
+        pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(top)
+    return out.getvalue()
+
+
+def profile_primary_key(batches: int, rows: int, seed: int, buckets: int = 4, top: int = 30) -> str:
+    """Profile shoal's real-time read and full compaction of the primary-key workload.
+
+    The upserts (write-only) are not profiled. cProfile sees only the thread it runs
+    in, and compaction rewrites buckets on shoal's I/O pool, so for the profile the
+    compaction's ``parallel_map`` is replaced by a plain loop in this thread (the
+    Arrow work below it is the same; only the overlap between buckets is lost).
+    """
+    import shoal
+    import shoal.compaction.compact as compact_module
+
+    keys = data.key_range(batches, rows)
+    upserts = [data.make_upsert(i, rows, keys, seed) for i in range(batches)]
+    out = io.StringIO()
+    with tempfile.TemporaryDirectory(prefix="shoal-profile-") as tmp:
+        table = shoal.Catalog(tmp).create_table(
+            "bench.pk",
+            data.PK_SCHEMA,
+            primary_keys=[data.PRIMARY_KEY],
+            options={"bucket": str(buckets), "write-only": "true"},
+        )
+        for batch in upserts:
+            table.upsert(batch)
+
+        profiler = cProfile.Profile()
+        gc.collect()
+        start = time.perf_counter()
+        profiler.enable()
+        scan = shoal.open_table(table.path).scan()
+        scan.plan()
+        merged = scan.to_arrow()
+        profiler.disable()
+        elapsed = time.perf_counter() - start
+        out.write(
+            f"real-time read of {batches} upserts of {rows} rows into {buckets} buckets "
+            f"({merged.num_rows} rows): {elapsed:.2f} s under cProfile\n"
+        )
+        out.write(_top(profiler, top))
+
+        with patch.object(compact_module, "parallel_map", _inline_map):
+            profiler = cProfile.Profile()
+            gc.collect()
+            start = time.perf_counter()
+            profiler.enable()
+            result = shoal.open_table(table.path).compact("full")
+            profiler.disable()
+            elapsed = time.perf_counter() - start
+        out.write(
+            f"\nfull compaction ({result.compacted_files} files into {result.written_files}, "
+            f"buckets one after another): {elapsed:.2f} s under cProfile\n"
+        )
+        out.write(_top(profiler, top))
     return out.getvalue()

@@ -3,9 +3,12 @@
 Standalone on purpose: pypaimon 2.1.0 pins pyarrow<20, so this script runs in
 ``.venvs/pypaimon`` and imports neither shoal nor the rest of ``bench``. It speaks
 the same protocol as ``bench.worker``: ``probe`` and ``version`` print one JSON
-object; ``append`` serves one append per line of stdin (see ``bench.worker``).
+object; ``append`` and ``upsert`` serve one commit per line of stdin (see
+``bench.worker``).
 
     python pypaimon_runner.py append --data appends.arrow --warehouse DIR --table db.t
+    python pypaimon_runner.py upsert --data upserts.arrow --warehouse DIR --table db.pk \
+        --primary-key id --bucket 4
     python pypaimon_runner.py probe --table-path DIR/db.db/t
 """
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import resource
 import sys
 import time
 from typing import Any, TextIO
@@ -33,16 +37,51 @@ def _read_appends(path: str) -> list[pa.Table]:
         ]
 
 
-class Appender:
-    """Creates the table; each ``append(i)`` is one batch write: write, prepare, commit."""
+def _peak_rss_mb() -> float:
+    """Peak RSS since exec in MiB: VmHWM, as ``bench.pk_workloads.peak_rss_mb``."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    # no /proc: ru_maxrss (bytes on macOS, KiB elsewhere), which may include the parent's
+    scale = 1024 * 1024 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
 
-    def __init__(self, data: str, warehouse: str, table_name: str) -> None:
+
+class Appender:
+    """Creates the table; each ``append(i)`` is one batch write: write, prepare, commit.
+
+    By default an append table partitioned by ``dt``; with ``primary_key`` a primary-key
+    table with ``bucket`` fixed buckets and ``write-only`` (no partitions), written the
+    same way (pypaimon's batch write merges by key on read).
+    """
+
+    def __init__(
+        self,
+        data: str,
+        warehouse: str,
+        table_name: str,
+        primary_key: str | None = None,
+        bucket: int | None = None,
+    ) -> None:
         from pypaimon import CatalogFactory, Schema
 
         self.tables = _read_appends(data)
         catalog = CatalogFactory.create({"warehouse": warehouse})
         catalog.create_database(table_name.split(".", maxsplit=1)[0], True)
-        schema = Schema.from_pyarrow_schema(self.tables[0].schema, partition_keys=[PARTITION_KEY])
+        if primary_key is None:
+            schema = Schema.from_pyarrow_schema(
+                self.tables[0].schema, partition_keys=[PARTITION_KEY]
+            )
+        else:
+            schema = Schema.from_pyarrow_schema(
+                self.tables[0].schema,
+                primary_keys=[primary_key],
+                options={"bucket": str(bucket), "write-only": "true"},
+            )
         catalog.create_table(table_name, schema, False)
         self.table = catalog.get_table(table_name)
 
@@ -80,6 +119,7 @@ def probe(table_path: str) -> dict[str, Any]:
     from pypaimon.table.file_store_table import FileStoreTable
 
     gc.collect()
+    rss_before = _peak_rss_mb()
     start = time.perf_counter()
     table = FileStoreTable.from_path(table_path)
     builder = table.new_read_builder()
@@ -94,6 +134,8 @@ def probe(table_path: str) -> dict[str, Any]:
         "rows": result.num_rows,
         "files": files,
         "splits": len(splits),
+        "rss_before_mb": rss_before,
+        "rss_peak_mb": _peak_rss_mb(),
     }
 
 
@@ -104,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     p_append.add_argument("--data", required=True)
     p_append.add_argument("--warehouse", required=True)
     p_append.add_argument("--table", required=True)
+    p_upsert = sub.add_parser("upsert")
+    p_upsert.add_argument("--data", required=True)
+    p_upsert.add_argument("--warehouse", required=True)
+    p_upsert.add_argument("--table", required=True)
+    p_upsert.add_argument("--primary-key", required=True)
+    p_upsert.add_argument("--bucket", type=int, required=True)
     p_probe = sub.add_parser("probe")
     p_probe.add_argument("--table-path", required=True)
     p_sub = sub.add_parser("version")
@@ -114,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     out, sys.stdout = sys.stdout, sys.stderr
     if args.op == "append":
         serve(Appender(args.data, args.warehouse, args.table), out)
+        return 0
+    if args.op == "upsert":
+        appender = Appender(
+            args.data, args.warehouse, args.table, primary_key=args.primary_key, bucket=args.bucket
+        )
+        serve(appender, out)
         return 0
     if args.op == "probe":
         result = probe(args.table_path)

@@ -1,4 +1,4 @@
-"""The machine description and the Markdown report."""
+"""The machine description, the Markdown report and the small-appends section of it."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ class Ratio:
     numerator: float | None
     denominator: float | None
     target: float | None
+    note: str | None = None  # shown instead of a value that cannot exist
 
     @property
     def value(self) -> float | None:
@@ -53,10 +54,11 @@ class Ratio:
 
 @dataclass(slots=True)
 class Report:
+    """The small-appends workload's results."""
+
     appends: int
     rows_per_append: int
     repeats: int
-    machine: dict[str, str]
     contenders: list[ContenderResult]
     ratios: list[Ratio]
     notes: list[str] = field(default_factory=list)
@@ -123,11 +125,36 @@ def _row(label: str, cells: list[str]) -> str:
     return "| " + " | ".join([label, *cells]) + " |"
 
 
-def render(report: Report) -> str:
+def ratio_table(ratios: list[Ratio]) -> list[str]:
+    lines = ["| ratio | value | target | met |", "| --- | ---: | ---: | :---: |"]
+    for r in ratios:
+        value = f"{r.value:.2f}" if r.value is not None else (r.note or "-")
+        target = "-" if r.target is None else f"≤ {r.target:g}"
+        lines.append(f"| {r.label} | {value} | {target} | {r.verdict} |")
+    return lines
+
+
+def render(machine: dict[str, str], sections: list[list[str]], notes: list[str]) -> str:
+    """The whole report: a title, the machine, each workload's section, the run's notes."""
+    lines = [
+        "# shoal benchmark",
+        "",
+        "Machine: " + "; ".join(f"{k} {v}" for k, v in machine.items()) + ".",
+    ]
+    for section in sections:
+        lines.extend(["", *section])
+    if notes:
+        lines.extend(["", "## Notes on this run", ""])
+        lines.extend(f"- {note}" for note in notes)
+    return "\n".join(lines) + "\n"
+
+
+def render_appends(report: Report) -> list[str]:
+    """The small-appends section."""
     cs = report.contenders
     window = next((c.commit.window for c in cs if c.commit), 20)
     lines = [
-        "# shoal benchmark: small appends, cold planning, full read",
+        "## Small appends, cold planning, full read",
         "",
         f"Workload: {report.appends} sequential appends of {report.rows_per_append:,} rows "
         "into an append table partitioned by `dt` (4 values, a quarter of each append "
@@ -135,8 +162,6 @@ def render(report: Report) -> str:
         "then cold planning of the latest snapshot in a fresh process, then reading the "
         f"whole table. Plan and read repeated {report.repeats} times, interleaved "
         "across contenders: median [min, max]. Times in milliseconds.",
-        "",
-        "Machine: " + "; ".join(f"{k} {v}" for k, v in report.machine.items()) + ".",
         "",
         _row("metric", [c.name for c in cs]),
         _row("---", ["---:" for _ in cs]),
@@ -165,18 +190,13 @@ def render(report: Report) -> str:
             [f"{c.metadata_bytes:,}" if c.metadata_bytes is not None else "-" for c in cs],
         ),
         "",
-        "| ratio | value | target | met |",
-        "| --- | ---: | ---: | :---: |",
+        *ratio_table(report.ratios),
+        "",
+        *_METHOD,
     ]
-    for r in report.ratios:
-        value = "-" if r.value is None else f"{r.value:.2f}"
-        target = "-" if r.target is None else f"≤ {r.target:g}"
-        lines.append(f"| {r.label} | {value} | {target} | {r.verdict} |")
-    lines.extend(["", *_METHOD])
     if report.notes:
-        lines.extend(["", "Notes on this run:", ""])
-        lines.extend(f"- {note}" for note in report.notes)
-    return "\n".join(lines) + "\n"
+        lines.extend(["", *(f"- {note}" for note in report.notes)])
+    return lines
 
 
 _METHOD = [

@@ -1,4 +1,4 @@
-"""Runs the workload for every contender.
+"""The small-appends workload, run for every contender.
 
 Appends: one long-lived process per contender, driven one commit at a time in a
 rotating order. Plan and read: a fresh process per measurement, rotating too.
@@ -7,21 +7,17 @@ rotating order. Plan and read: a fresh process per measurement, rotating too.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench import data
-from bench.paimon_env import REPO_ROOT
-from bench.report import ContenderResult, Ratio, Report, machine_info
+from bench.procs import CommitSession, interleave, log, pypaimon_cmd, rotate, run_json, worker_cmd
+from bench.report import ContenderResult, Ratio, Report
 from bench.stats import CommitStats, Spread
 
 SHOAL, PYPAIMON, FLOOR = "shoal", "pypaimon 2.1.0", "pyarrow floor"
 TABLE = "bench.events"
-RUNNER = Path(__file__).resolve().parent / "pypaimon_runner.py"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,93 +28,6 @@ class Config:
     seed: int
     workdir: Path
     pypaimon_python: Path | None  # None: leave pypaimon out
-
-
-def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    return env
-
-
-def _run_json(cmd: list[str]) -> dict[str, Any]:
-    done = subprocess.run(
-        cmd, cwd=REPO_ROOT, capture_output=True, text=True, env=_env(), check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr}")
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
-
-
-def _worker_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "bench.worker", *args]
-
-
-def _pypaimon_cmd(python: Path, *args: str) -> list[str]:
-    # -P: do not put bench/ on sys.path, so its modules never shadow anything
-    return [str(python), "-P", str(RUNNER), *args]
-
-
-class AppendSession:
-    """A long-lived appender process (the line protocol of ``bench.worker``)."""
-
-    def __init__(self, cmd: list[str], log: Path) -> None:
-        self._log_path = log
-        self._log = log.open("w")
-        self._proc = subprocess.Popen(
-            cmd,
-            cwd=REPO_ROOT,
-            env=_env(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            bufsize=1,
-        )
-        self.latencies: list[float] = []
-        self._expect("ready")
-
-    def _line(self) -> str:
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()
-        if not line:
-            self._proc.wait()
-            self._log.close()
-            raise RuntimeError(
-                f"appender {self._proc.args} died ({self._proc.returncode}):\n"
-                + self._log_path.read_text()[-4000:]
-            )
-        return line.strip()
-
-    def _send(self, command: str) -> None:
-        assert self._proc.stdin is not None
-        self._proc.stdin.write(command + "\n")
-        self._proc.stdin.flush()
-
-    def _expect(self, word: str) -> None:
-        line = self._line()
-        if line != word:
-            raise RuntimeError(f"appender said {line!r}, expected {word!r}")
-
-    def append(self, index: int) -> None:
-        self._send(str(index))
-        self.latencies.append(float(self._line()))
-
-    def finish(self) -> dict[str, Any]:
-        self._send("stop")
-        result: dict[str, Any] = json.loads(self._line())
-        self._proc.wait()
-        self._log.close()
-        return result
-
-
-def _rotate(names: list[str], by: int) -> list[str]:
-    k = by % len(names)
-    return names[k:] + names[:k]
 
 
 def _metadata(table_path: str) -> tuple[int, int]:
@@ -140,8 +49,8 @@ def run(config: Config) -> Report:
 
     # --- appends: one long-lived process per contender, interleaved commit by commit ---------
     sessions = {
-        SHOAL: AppendSession(
-            _worker_cmd(
+        SHOAL: CommitSession(
+            worker_cmd(
                 "shoal-append",
                 "--data",
                 str(appends_file),
@@ -152,14 +61,14 @@ def run(config: Config) -> Report:
             ),
             work / "shoal-append.log",
         ),
-        FLOOR: AppendSession(
-            _worker_cmd("raw-append", "--data", str(appends_file), "--dir", str(work / "raw")),
+        FLOOR: CommitSession(
+            worker_cmd("raw-append", "--data", str(appends_file), "--dir", str(work / "raw")),
             work / "raw-append.log",
         ),
     }
     if config.pypaimon_python is not None:
-        sessions[PYPAIMON] = AppendSession(
-            _pypaimon_cmd(
+        sessions[PYPAIMON] = CommitSession(
+            pypaimon_cmd(
                 config.pypaimon_python,
                 "append",
                 "--data",
@@ -172,11 +81,8 @@ def run(config: Config) -> Report:
             work / "pypaimon-append.log",
         )
     order = [name for name in results if name in sessions]
-    _log(f"{config.appends} appends each, interleaved: {', '.join(order)} ...")
-    for i in range(config.appends):
-        for name in _rotate(order, i):
-            sessions[name].append(i)
-    finished = {name: session.finish() for name, session in sessions.items()}
+    log(f"{config.appends} appends each, interleaved: {', '.join(order)} ...")
+    finished = interleave({name: sessions[name] for name in order}, config.appends)
     for name, session in sessions.items():
         results[name].commit = CommitStats.of(session.latencies)
     shoal_path = finished[SHOAL]["table_path"]
@@ -189,17 +95,17 @@ def run(config: Config) -> Report:
     files_json.write_text(json.dumps(shoal_file_paths(shoal_path)))
     probes: dict[str, list[dict[str, Any]]] = {name: [] for name in results}
     for r in range(config.repeats):
-        _log(f"plan and read, round {r + 1}/{config.repeats} ...")
-        for name in _rotate(order, r):
+        log(f"plan and read, round {r + 1}/{config.repeats} ...")
+        for name in rotate(order, r):
             if name == SHOAL:
-                cmd = _worker_cmd("shoal-probe", "--table-path", shoal_path)
+                cmd = worker_cmd("shoal-probe", "--table-path", shoal_path)
             elif name == FLOOR:
-                cmd = _worker_cmd("raw-probe", "--files", str(files_json))
+                cmd = worker_cmd("raw-probe", "--files", str(files_json))
             else:
                 assert config.pypaimon_python is not None
                 assert pypaimon_path is not None
-                cmd = _pypaimon_cmd(config.pypaimon_python, "probe", "--table-path", pypaimon_path)
-            probes[name].append(_run_json(cmd))
+                cmd = pypaimon_cmd(config.pypaimon_python, "probe", "--table-path", pypaimon_path)
+            probes[name].append(run_json(cmd))
 
     expected_rows = config.appends * config.rows
     notes = []
@@ -219,16 +125,10 @@ def run(config: Config) -> Report:
             pypaimon_path
         )
 
-    pypaimon_versions = (
-        _run_json(_pypaimon_cmd(config.pypaimon_python, "version"))
-        if config.pypaimon_python
-        else None
-    )
     return Report(
         appends=config.appends,
         rows_per_append=config.rows,
         repeats=config.repeats,
-        machine=machine_info(pypaimon_versions),
         contenders=list(results.values()),
         ratios=_ratios(results),
         notes=notes,

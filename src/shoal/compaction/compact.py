@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from shoal.compaction.rewrite import rewrite
 from shoal.compaction.runs import CompactStrategy, CompactUnit, sorted_runs
 from shoal.errors import CommitConflictError
-from shoal.io import parallel_map
+from shoal.io import bounded_map, cpu_parallelism
 from shoal.spec.data_file import DataFileMeta
 from shoal.spec.snapshot import Snapshot
 from shoal.table.commit import FileStoreCommit
@@ -113,9 +113,12 @@ def _compact_once(
     tasks = plan(store, latest, strategy, buckets)
     if not tasks:
         return CompactResult(None, 0, 0)
-    messages = parallel_map(
+    # Buckets compact in parallel, as many at once as the cores can feed (Arrow already
+    # spreads each merge and encode over the cores).
+    messages = bounded_map(
         lambda t: rewrite(store, t.partition, t.bucket, t.unit, drop_deletes=t.drop_deletes),
         tasks,
+        cpu_parallelism(),
     )
     snapshot = committer.commit(messages, kind="COMPACT", allow_empty=True)
     compacted = sum(len(m.deleted_files) for m in messages)

@@ -45,3 +45,22 @@ def parallel_map(fn: Callable[[A], R], items: Iterable[A]) -> list[R]:
         return [fn(x) for x in work]
     futures = [io_pool().submit(fn, x) for x in work]
     return [f.result() for f in futures]
+
+
+def cpu_parallelism() -> int:
+    """How many CPU-heavy tasks (merging, encoding) to run at once.
+
+    Arrow already decodes, sorts and encodes on every core, so running as many Python
+    tasks as cores only oversubscribes them (and multiplies memory): use half the
+    cores, at least one.
+    """
+    return max(1, (os.cpu_count() or 1) // 2)
+
+
+def bounded_map(fn: Callable[[A], R], items: Iterable[A], workers: int) -> list[R]:
+    """``[fn(x) for x in items]`` with at most ``workers`` running at once, in order."""
+    work = list(items)
+    if workers <= 1 or len(work) <= 1:
+        return [fn(x) for x in work]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shoal-cpu") as pool:
+        return list(pool.map(fn, work))
