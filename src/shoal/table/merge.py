@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from shoal.errors import CorruptDataFileError
-from shoal.io import FileIO
+from shoal.io import FileIO, parallel_map
 from shoal.table import kv
 from shoal.table.kv import KeyValueLayout
 
@@ -176,7 +176,8 @@ class BucketMerger:
         streams = [
             _run_batches(self.file_io, paths, self.read_schema, self.batch_rows) for paths in runs
         ]
-        buffers: list[pa.Table | None] = [next(s, None) for s in streams]
+        # Runs are read ahead together: Parquet decoding releases the GIL.
+        buffers: list[pa.Table | None] = parallel_map(lambda s: next(s, None), streams)
         while True:
             active = [i for i, b in enumerate(buffers) if b is not None]
             if not active:
@@ -192,6 +193,7 @@ class BucketMerger:
                 return
             frontier = min(_last_key(buffers[i], keys) for i in active)
             pieces = []
+            drained = []
             for i in active:
                 table = buffers[i]
                 assert table is not None
@@ -199,7 +201,12 @@ class BucketMerger:
                 if cut:
                     pieces.append(table.slice(0, cut))
                 rest = table.slice(cut)
-                buffers[i] = rest if rest.num_rows else next(streams[i], None)
+                buffers[i] = rest
+                if not rest.num_rows:
+                    drained.append(i)
+            refills = parallel_map(lambda i: next(streams[i], None), drained)
+            for i, refill in zip(drained, refills, strict=True):
+                buffers[i] = refill
             # Rows of a single run are unique and sorted already: no sort needed.
             resolved = self._resolve(pa.concat_tables(pieces), single_run=len(pieces) == 1)
             if resolved.num_rows:
