@@ -108,6 +108,26 @@ def group_starts(table: pa.Table, keys: list[str]) -> np.ndarray:
     return starts
 
 
+def _winners_by_unique_sequence(
+    keys: list[np.ndarray], sequence: np.ndarray, newest_first: bool
+) -> np.ndarray | None:
+    """Winner indices from a stable sort by key alone (fast: the rows come in sorted
+    runs) and each key's highest (or lowest) sequence number. None when sequence
+    numbers repeat within a key, which only a faulty writer produces."""
+    order = (
+        np.argsort(keys[0], kind="stable") if len(keys) == 1 else np.lexsort(list(reversed(keys)))
+    )
+    starts = np.flatnonzero(_starts([k[order] for k in keys]))
+    ordered = sequence[order]
+    reduce = np.maximum if newest_first else np.minimum
+    best = reduce.reduceat(ordered, starts)
+    sizes = np.diff(np.append(starts, len(ordered)))
+    chosen = ordered == np.repeat(best, sizes)
+    if int(chosen.sum()) != len(starts):
+        return None
+    return np.asarray(order[chosen])
+
+
 def winners(rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings) -> pa.Table:
     """Rows sorted by key, keeping each key's winning row under the merge engine.
 
@@ -123,9 +143,14 @@ def winners(rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings) -> 
     numbers = [_as_numbers(rows.column(c)) for c in order_columns]
     if all(a is not None for a in numbers):
         arrays: list[np.ndarray] = [a for a in numbers if a is not None]
-        tail = [-a if newest_first else a for a in arrays[len(keys) :]]
-        order = np.lexsort([*reversed(tail), *reversed(arrays[: len(keys)])])
-        starts = _starts([a[order] for a in arrays[: len(keys)]])
+        key_arrays, tail = arrays[: len(keys)], arrays[len(keys) :]
+        if len(tail) == 1:
+            fast = _winners_by_unique_sequence(key_arrays, tail[0], newest_first)
+            if fast is not None:
+                return rows.take(fast)
+        tail = [-a if newest_first else a for a in tail]
+        order = np.lexsort([*reversed(tail), *reversed(key_arrays)])
+        starts = _starts([a[order] for a in key_arrays])
         return rows.take(order[starts])
     direction = "descending" if newest_first else "ascending"
     sort_keys = [(k, "ascending") for k in keys]
