@@ -16,15 +16,33 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import resource
 import sys
 import time
-from typing import Any, TextIO
+from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset  # imported before any timing, as in every worker
 import pyarrow.parquet
+
+
+def _load_protocol() -> Any:
+    """bench/protocol.py, loaded by path: this script runs in pypaimon's virtualenv with
+    bench/ kept off sys.path (``-P``), so its sibling modules shadow nothing."""
+    spec = importlib.util.spec_from_file_location(
+        "shoal_bench_protocol", Path(__file__).with_name("protocol.py")
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+serve = _load_protocol().serve
 
 PARTITION_KEY = "dt"
 
@@ -96,22 +114,6 @@ class Appender:
 
     def result(self) -> dict[str, Any]:
         return {"table_path": self.table.table_path}
-
-
-def serve(appender: Appender, out: TextIO) -> None:
-    """Answer the parent's append requests until it says stop (see bench.worker)."""
-    out.write("ready\n")
-    out.flush()
-    for line in sys.stdin:
-        command = line.strip()
-        if command == "stop":
-            break
-        start = time.perf_counter()
-        appender.append(int(command))
-        out.write(f"{time.perf_counter() - start!r}\n")
-        out.flush()
-    out.write(json.dumps(appender.result()) + "\n")
-    out.flush()
 
 
 def probe(table_path: str) -> dict[str, Any]:

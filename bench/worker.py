@@ -17,33 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any
 
 from bench import pk_workloads, workloads
-
-
-class Appender(Protocol):
-    def append(self, index: int) -> None: ...
-
-    def result(self) -> dict[str, Any]: ...
-
-
-def serve(appender: Appender, out: TextIO) -> None:
-    """Answer the parent's append requests until it says stop."""
-    out.write("ready\n")
-    out.flush()
-    for line in sys.stdin:
-        command = line.strip()
-        if command == "stop":
-            break
-        start = time.perf_counter()
-        appender.append(int(command))
-        out.write(f"{time.perf_counter() - start!r}\n")
-        out.flush()
-    out.write(json.dumps(appender.result()) + "\n")
-    out.flush()
+from bench.protocol import serve
 
 
 def main(argv: list[str] | None = None) -> int:
