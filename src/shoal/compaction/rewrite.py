@@ -13,7 +13,7 @@ from shoal.spec.data_file import FILE_SOURCE_COMPACT
 from shoal.table.levels import sorted_runs
 from shoal.table.merge import BucketMerger
 from shoal.table.store import FileStore
-from shoal.table.write import CommitMessage, RollingFileWriter
+from shoal.table.write import CommitMessage, RollingFileWriter, write_all
 
 
 def rewrite(
@@ -39,12 +39,5 @@ def rewrite(
         level=unit.output_level,
         file_source=FILE_SOURCE_COMPACT,
     )
-    try:
-        for table in merger.merge(paths):
-            writer.write(table)
-    except BaseException:
-        writer.abort()
-        raise
-    return CommitMessage(
-        partition, bucket, store.num_buckets, tuple(writer.close()), tuple(unit.files)
-    )
+    files = write_all(writer, merger.merge(paths))
+    return CommitMessage(partition, bucket, store.num_buckets, tuple(files), tuple(unit.files))

@@ -23,7 +23,7 @@ from shoal.table.conform import conform, to_batches
 from shoal.table.kv import KeyValueLayout
 from shoal.table.merge import MergeSettings, winners
 from shoal.table.scan import live_entries
-from shoal.table.write import CommitMessage, RollingFileWriter, split_rows
+from shoal.table.write import CommitMessage, RollingFileWriter, split_rows, write_all
 
 if TYPE_CHECKING:
     from shoal.spec.snapshot import Snapshot
@@ -130,12 +130,7 @@ class KeyValueWriter:
         rows = self.layout.to_file_table(values, sequence, kinds)
         rows = winners(rows, self.layout, self.settings)
         writer = RollingFileWriter(self.store, key[0], key[1], layout=self.layout)
-        try:
-            writer.write(rows)
-        except BaseException:
-            writer.abort()
-            raise
-        return writer.close()
+        return write_all(writer, [rows])
 
 
 def next_sequences(

@@ -166,11 +166,7 @@ class Table:
             sequences = next_sequences(store, store.snapshots.latest(), keyed.buckets)
             return keyed.prepare_commit(sequences)
         writer = AppendWriter(store)
-        try:
-            writer.write(data)
-        except BaseException:
-            writer.abort()
-            raise
+        writer.write(data)
         return writer.prepare_commit()
 
     def append(self, data: Any) -> Snapshot:

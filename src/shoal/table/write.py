@@ -216,6 +216,18 @@ class RollingFileWriter:
             self._writer = None
 
 
+def write_all(writer: RollingFileWriter, tables: Iterable[pa.Table]) -> list[DataFileMeta]:
+    """Write every table and close the writer; on a failure, close the open file
+    without describing it (it is never committed) and re-raise."""
+    try:
+        for table in tables:
+            writer.write(table)
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close()
+
+
 def split_rows(store: FileStore, table: pa.Table) -> Iterator[tuple[tuple[bytes, int], pa.Table]]:
     """Rows grouped by (partition, bucket): one stable sort by a combined group code,
     then zero-copy slices of the sorted table."""
@@ -260,7 +272,15 @@ class AppendWriter:
         self._writers: dict[tuple[bytes, int], RollingFileWriter] = {}
 
     def write(self, data: Any) -> None:
-        """Add rows; raises SchemaMismatchError before writing anything they would break."""
+        """Add rows; raises SchemaMismatchError before writing anything they would break.
+        On any failure the open files are closed undescribed (never committed)."""
+        try:
+            self._write(data)
+        except BaseException:
+            self.abort()
+            raise
+
+    def _write(self, data: Any) -> None:
         source = to_batches(data)
         batches: Iterable[pa.Table | pa.RecordBatch] = (
             [source] if isinstance(source, pa.Table) else source
