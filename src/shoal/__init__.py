@@ -8,6 +8,7 @@ table.to_arrow(snapshot_id=1)
 """
 
 from shoal.catalog import Catalog
+from shoal.compaction.compact import CompactResult
 from shoal.errors import (
     CommitConflictError,
     CorruptDataFileError,
@@ -27,6 +28,7 @@ from shoal.errors import (
     UnsupportedFeatureError,
 )
 from shoal.spec.snapshot import Snapshot
+from shoal.spec.tag import Tag
 from shoal.table.scan import DataSplit
 from shoal.table.table import Scan, Table
 
@@ -40,6 +42,7 @@ def open_table(path: str) -> Table:
 
 __all__ = [
     "Catalog",
+    "CompactResult",
     "CommitConflictError",
     "CorruptDataFileError",
     "CorruptMetadataError",
@@ -57,6 +60,7 @@ __all__ = [
     "Table",
     "TableAlreadyExistsError",
     "TableNotFoundError",
+    "Tag",
     "TagAlreadyExistsError",
     "TagNotFoundError",
     "UnsupportedFeatureError",

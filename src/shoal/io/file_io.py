@@ -56,6 +56,11 @@ class FileIO:
         with self.fs.open_output_stream(path) as f:
             f.write(data)
 
+    def overwrite(self, path: str, data: bytes) -> None:
+        """Replace a whole file so that readers see the old or the new content, never
+        a part (an object store's put is atomic already)."""
+        self.write_bytes(path, data)
+
     def try_create(self, path: str, data: bytes) -> bool:
         """Create ``path`` holding ``data`` unless it exists; False if it did."""
         if self.exists(path):
@@ -137,6 +142,12 @@ class LocalFileIO(FileIO):
             f = open(path, "wb")  # noqa: SIM115
         with f:
             f.write(data)
+
+    def overwrite(self, path: str, data: bytes) -> None:
+        directory, name = os.path.split(path)
+        tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+        self.write_bytes(tmp, data)
+        os.replace(tmp, path)
 
     def try_create(self, path: str, data: bytes) -> bool:
         directory, name = os.path.split(path)

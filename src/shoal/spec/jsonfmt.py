@@ -8,6 +8,7 @@ as ``[ a, b ]``.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 
@@ -42,8 +43,8 @@ def _write(value: Any, depth: int, out: list[str]) -> None:
         out.append(" ]")
     elif isinstance(value, bool) or value is None:
         out.append("true" if value else "false" if value is not None else "null")
-    elif isinstance(value, int):
-        out.append(str(value))
+    elif isinstance(value, int | Decimal):
+        out.append(str(value))  # a Decimal keeps its digits, as Java's BigDecimal does
     else:
         out.append(json.dumps(value, ensure_ascii=False))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -15,6 +15,7 @@ from shoal.spec import types as T
 from shoal.spec.data_file import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT
 from shoal.spec.snapshot import Snapshot
 from shoal.table.scan import live_entries, read_manifest_metas
+from shoal.table.tag_manager import TagManager
 
 if TYPE_CHECKING:
     from shoal.table.store import FileStore
@@ -244,6 +245,36 @@ def schemas_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
     )
 
 
+def _java_duration(value: timedelta) -> str:
+    """A duration as ``java.time.Duration#toString`` prints it: ``PT24H``, ``PT1M30S``."""
+    total = value.days * 86400 + value.seconds
+    hours, rest = divmod(total, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = "PT" + (f"{hours}H" if hours else "") + (f"{minutes}M" if minutes else "")
+    if seconds or value.microseconds or text == "PT":
+        fraction = f".{value.microseconds:06d}".rstrip("0") if value.microseconds else ""
+        text += f"{seconds}{fraction}S"
+    return text
+
+
+def tags_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
+    pairs = TagManager(store.file_io, store.paths).tags()
+    return pa.table(
+        {
+            "tag_name": pa.array([t.name for t, _ in pairs], pa.string()),
+            "snapshot_id": pa.array([t.snapshot_id for t, _ in pairs], pa.int64()),
+            "schema_id": pa.array([s.schema_id for _, s in pairs], pa.int64()),
+            "commit_time": pa.array([_local_time(s.time_millis) for _, s in pairs], _MS),
+            "record_count": pa.array([s.total_record_count for _, s in pairs], pa.int64()),
+            "create_time": pa.array([t.create_time for t, _ in pairs], _MS),
+            "time_retained": pa.array(
+                [str(t.time_retained) if t.time_retained is not None else None for t, _ in pairs],
+                pa.string(),
+            ),
+        }
+    )
+
+
 SYSTEM_TABLES: dict[str, Callable[[FileStore, Snapshot | None], pa.Table]] = {
     "snapshots": snapshots_table,
     "files": files_table,
@@ -251,6 +282,7 @@ SYSTEM_TABLES: dict[str, Callable[[FileStore, Snapshot | None], pa.Table]] = {
     "partitions": partitions_table,
     "options": options_table,
     "schemas": schemas_table,
+    "tags": tags_table,
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -15,11 +16,11 @@ from shoal.errors import (
     SequenceConflictError,
     SnapshotNotFoundError,
     TableNotFoundError,
-    TagNotFoundError,
     UnsupportedFeatureError,
 )
 from shoal.io import FileIO, file_io_for
 from shoal.spec.snapshot import Snapshot
+from shoal.spec.tag import Tag
 from shoal.table import kv
 from shoal.table import predicate as P
 from shoal.table.commit import WHOLE_TABLE, FileStoreCommit, OverwriteScope
@@ -30,6 +31,7 @@ from shoal.table.scan import DataSplit, live_entries, make_splits, restrict
 from shoal.table.schema_manager import SchemaManager
 from shoal.table.store import FileStore
 from shoal.table.system_tables import system_table
+from shoal.table.tag_manager import TagManager
 from shoal.table.write import AppendWriter, CommitMessage
 
 if TYPE_CHECKING:
@@ -293,6 +295,48 @@ class Table:
 
         return scope
 
+    # --- tags ------------------------------------------------------------------------------
+    def create_tag(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        time_retained: timedelta | None = None,
+        *,
+        replace: bool = False,
+    ) -> Tag:
+        """Tag a snapshot (the latest when ``snapshot_id`` is None) as a named savepoint.
+
+        Raises:
+            InvalidTagNameError: blank, all-digit, or path-like names.
+            TagAlreadyExistsError: the name is taken and ``replace`` is False.
+            SnapshotNotFoundError: no such snapshot (or the table has none yet).
+        """
+        store = self._store
+        if snapshot_id is None:
+            snapshot = store.snapshots.latest()
+            if snapshot is None:
+                raise SnapshotNotFoundError("the table has no snapshot to tag yet")
+        else:
+            snapshot = store.snapshots.snapshot(snapshot_id)
+        tags = TagManager(store.file_io, store.paths)
+        return tags.create(name, snapshot, time_retained=time_retained, replace=replace)
+
+    def delete_tag(self, name: str) -> None:
+        """Remove a tag. Raises TagNotFoundError."""
+        from shoal.maintenance.tags import delete_tag  # maintenance/ builds on table/
+
+        delete_tag(self._store, name)
+
+    def rename_tag(self, old: str, new: str) -> None:
+        """Rename a tag. Raises TagNotFoundError or TagAlreadyExistsError."""
+        from shoal.maintenance.tags import rename_tag
+
+        rename_tag(self._store, old, new)
+
+    def list_tags(self) -> list[Tag]:
+        """Every tag, ordered by snapshot id, then name."""
+        return [tag for tag, _ in TagManager(self._store.file_io, self._store.paths).tags()]
+
     # --- reading -----------------------------------------------------------------------------
     def _resolve(
         self, snapshot_id: int | None, tag: str | None, timestamp_ms: int | None
@@ -316,14 +360,7 @@ class Table:
         return snapshots.latest()
 
     def _tag_snapshot(self, tag: str) -> Snapshot:
-        path = self._store.paths.tag_path(tag)
-        if "/" in tag or not tag.strip():
-            raise TagNotFoundError(tag)
-        try:
-            data = self._store.file_io.read_bytes(path)
-        except FileNotFoundError:
-            raise TagNotFoundError(tag) from None
-        return Snapshot.from_json(data, path)
+        return TagManager(self._store.file_io, self._store.paths).get(tag)[1]
 
     def scan(
         self,
