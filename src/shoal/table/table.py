@@ -24,6 +24,7 @@ from shoal.spec.tag import Tag
 from shoal.table import kv
 from shoal.table import predicate as P
 from shoal.table.commit import WHOLE_TABLE, FileStoreCommit, OverwriteScope
+from shoal.table.incremental import delta_entries, diff_entries
 from shoal.table.kv_write import KeyValueWriter, next_sequences
 from shoal.table.paths import PathFactory
 from shoal.table.read import merged_batches, read_batches, read_merged, read_table
@@ -417,6 +418,45 @@ class Table:
             filter=filter,
             read_optimized=read_optimized,
         ).to_arrow()
+
+    def incremental(
+        self,
+        start: int | str,
+        end: int | str,
+        *,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,
+    ) -> pa.Table:
+        """Rows committed after ``start`` up to ``end``.
+
+        Two snapshot ids read the delta of the APPEND commits in ``(start, end]``; two
+        tag names read the difference of the tags' data (files live at ``end`` that
+        were not at ``start``). On a primary-key table the delta is merged by key: each
+        key's latest row written in the range (deletes drop the key).
+        """
+        store = self._store
+        if isinstance(start, str) and isinstance(end, str):
+            if store.is_primary_key:
+                raise UnsupportedFeatureError(
+                    "the difference of two tags is read on append tables; for a "
+                    "primary-key table, read the delta of their snapshot ids"
+                )
+            tags = TagManager(store.file_io, store.paths)
+            entries = diff_entries(store, tags.get(start)[1], tags.get(end)[1])
+            snapshot_id = tags.get(end)[0].snapshot_id
+        elif isinstance(start, int) and isinstance(end, int):
+            entries = delta_entries(store, start, end)
+            snapshot_id = end
+        else:
+            raise InvalidArgumentError(
+                "incremental takes two snapshot ids or two tag names, not a mix"
+            )
+        types = {f.name: f.type for f in store.schema.fields}
+        dnf = P.parse_filter(filter, types)
+        splits = make_splits(store, snapshot_id, entries, whole_buckets=store.is_primary_key)
+        if store.is_primary_key:
+            return read_merged(store, splits, columns, dnf)
+        return read_table(store.file_io, splits, store.arrow_schema, columns, dnf)
 
     def system_table(
         self, name: str, *, snapshot_id: int | None = None, tag: str | None = None
