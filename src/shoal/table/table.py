@@ -338,6 +338,13 @@ class Table:
         """Every tag, ordered by snapshot id, then name."""
         return [tag for tag, _ in TagManager(self._store.file_io, self._store.paths).tags()]
 
+    def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
+        """Make an earlier snapshot (or a tag's snapshot) the latest: later snapshots and
+        tags go. Data files stay for orphan cleanup. Stop writers while it runs."""
+        from shoal.maintenance.rollback import rollback
+
+        return rollback(self._store, snapshot_id=snapshot_id, tag=tag)
+
     # --- reading -----------------------------------------------------------------------------
     def _resolve(
         self, snapshot_id: int | None, tag: str | None, timestamp_ms: int | None

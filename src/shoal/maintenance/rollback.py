@@ -1,0 +1,55 @@
+"""Rolling a table back to a snapshot or a tag.
+
+Snapshots after the target go, newest first (so what remains is always a continuous
+history a reader can open), then tags of those snapshots, then the LATEST hint moves.
+A tag whose snapshot has expired brings it back: the tag file holds the whole
+snapshot. Data files and manifests are never deleted here; once nothing reaches
+them, orphan cleanup removes them. Run it while no writer commits to the table.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from shoal.errors import InvalidArgumentError, SnapshotNotFoundError
+from shoal.spec.snapshot import Snapshot
+from shoal.table.snapshot_manager import EARLIEST, LATEST
+from shoal.table.store import FileStore
+from shoal.table.tag_manager import TagManager
+
+logger = logging.getLogger(__name__)
+
+
+def rollback(
+    store: FileStore, *, snapshot_id: int | None = None, tag: str | None = None
+) -> Snapshot:
+    """Make the snapshot (or the tagged snapshot) the latest again; returns it."""
+    if (snapshot_id is None) == (tag is None):
+        raise InvalidArgumentError("rollback_to takes exactly one of snapshot_id and tag")
+    snapshots = store.snapshots
+    tags = TagManager(store.file_io, store.paths)
+    if tag is not None:
+        target = tags.get(tag)[1]
+        if not snapshots.exists(target.id):
+            # The tagged snapshot expired: the tag file restores it.
+            store.file_io.try_create(
+                store.paths.snapshot_path(target.id), target.to_json().encode()
+            )
+    else:
+        assert snapshot_id is not None
+        target = snapshots.snapshot(snapshot_id)
+    latest = snapshots.latest_id()
+    if latest is None:
+        raise SnapshotNotFoundError("the table has no snapshot")
+    for later in range(latest, target.id, -1):
+        store.file_io.delete(store.paths.snapshot_path(later))
+        snapshots.forget(later)
+    for later_tag, _ in tags.tags():
+        if later_tag.snapshot_id > target.id:
+            store.file_io.delete(store.paths.tag_path(later_tag.name))
+    snapshots.write_hint(LATEST, target.id)
+    earliest = snapshots.earliest_id()
+    if (earliest is not None and earliest > target.id) or earliest is None:
+        snapshots.write_hint(EARLIEST, target.id)
+    logger.info("rolled back from snapshot %s to %s", latest, target.id)
+    return target
