@@ -1,26 +1,108 @@
-"""Removing tags.
+"""Removing tags, and the files only a removed tag kept alive.
 
 A tag whose snapshot still exists holds nothing that the snapshot does not: removing
-it removes the tag file only. Tags of snapshots that have already expired keep data
-files alive on their own; their files are left in place here, never deleted on a
-guess (orphan cleanup reclaims whatever no snapshot or tag reaches any more).
+it removes the tag file only. A tag whose snapshot has expired may be the last holder
+of some data files and manifests. A file lives over one unbroken stretch of snapshots
+(added once, deleted once; a manifest is carried from list to list until merged away),
+so a file of the removed tag that anything else still uses is also used by one of the
+tag's two neighbours: the nearest older tag, and the nearer of the next tag and the
+earliest snapshot. Exactly the tag's files that neither neighbour uses are deleted.
+
+Order: the tag file goes first, then data files, then manifests and the tag's
+manifest lists. A crash at any point leaves files no snapshot or tag references,
+for orphan cleanup; never a reference to a missing file. When a neighbour's
+metadata cannot be read, nothing is deleted.
 """
 
 from __future__ import annotations
 
+import logging
+
 from shoal.errors import TagAlreadyExistsError, TagNotFoundError
+from shoal.io import parallel_map
+from shoal.spec.snapshot import Snapshot
 from shoal.spec.tag import Tag, validate_tag_name
+from shoal.table.scan import live_entries, read_manifest_metas
 from shoal.table.store import FileStore
 from shoal.table.tag_manager import TagManager
 
+logger = logging.getLogger(__name__)
+
 
 def delete_tag(store: FileStore, name: str) -> Tag:
-    """Remove tag ``name``; returns it. Raises TagNotFoundError."""
+    """Remove tag ``name`` (and what only it kept alive); returns it.
+
+    Raises TagNotFoundError.
+    """
     tags = TagManager(store.file_io, store.paths)
-    tag, _ = tags.get(name)
+    tag, snapshot = tags.get(name)
+    others = [(t, s) for t, s in tags.tags() if t.name != name]
+    sole_holder = not store.snapshots.exists(snapshot.id) and all(
+        t.snapshot_id != snapshot.id for t, _ in others
+    )
+    # Everything is read before anything is deleted: unreadable metadata deletes nothing.
+    doomed = (
+        _unreferenced(store, snapshot, _neighbours(store, snapshot, others))
+        if (sole_holder)
+        else ([], [])
+    )
     if not store.file_io.delete(store.paths.tag_path(name)):
         raise TagNotFoundError(name)  # removed concurrently
+    data_files, metadata_files = doomed
+    parallel_map(store.file_io.delete, data_files)
+    parallel_map(store.file_io.delete, metadata_files)
+    if sole_holder:
+        logger.info(
+            "tag %s of expired snapshot %d: deleted %d data files and %d metadata files",
+            name,
+            snapshot.id,
+            len(data_files),
+            len(metadata_files),
+        )
     return tag
+
+
+def _neighbours(
+    store: FileStore, snapshot: Snapshot, others: list[tuple[Tag, Snapshot]]
+) -> list[Snapshot]:
+    older = [s for t, s in others if t.snapshot_id < snapshot.id]
+    newer = [s for t, s in others if t.snapshot_id > snapshot.id]
+    earliest = store.snapshots.earliest_id()
+    if earliest is not None and earliest > snapshot.id:
+        newer.append(store.snapshots.snapshot(earliest))
+    out = []
+    if older:
+        out.append(max(older, key=lambda s: s.id))
+    if newer:
+        out.append(min(newer, key=lambda s: s.id))
+    return out
+
+
+def _unreferenced(
+    store: FileStore, snapshot: Snapshot, keep: list[Snapshot]
+) -> tuple[list[str], list[str]]:
+    """Paths of the data files, then of the manifests and manifest lists, of
+    ``snapshot`` that none of ``keep`` uses."""
+    kept_files = {e.identifier() for neighbour in keep for e in live_entries(store, neighbour)}
+    kept_manifests = {
+        m.file_name for neighbour in keep for m in read_manifest_metas(store, neighbour)
+    }
+    codec, paths = store.partitions, store.paths
+    data: list[str] = []
+    for entry in live_entries(store, snapshot):
+        if entry.identifier() in kept_files:
+            continue
+        bucket_dir = paths.bucket_dir(codec.path(entry.partition), entry.bucket)
+        f = entry.file
+        data.append(f.external_path or f"{bucket_dir}/{f.file_name}")
+        data.extend(f"{bucket_dir}/{x}" for x in f.extra_files)
+    manifests = [
+        m.file_name
+        for m in read_manifest_metas(store, snapshot)
+        if m.file_name not in kept_manifests
+    ]
+    lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
+    return data, [paths.manifest_path(n) for n in manifests + lists]
 
 
 def rename_tag(store: FileStore, old: str, new: str) -> Tag:
@@ -32,5 +114,5 @@ def rename_tag(store: FileStore, old: str, new: str) -> Tag:
     data = store.file_io.read_bytes(store.paths.tag_path(old))
     if not store.file_io.try_create(store.paths.tag_path(new), data):
         raise TagAlreadyExistsError(new)
-    delete_tag(store, old)
+    store.file_io.delete(store.paths.tag_path(old))  # the snapshot stays tagged as `new`
     return Tag(new, tag.snapshot_id, tag.create_time, tag.time_retained)
