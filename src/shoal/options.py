@@ -352,6 +352,68 @@ COMPACTION_STRATEGY = _declare(
     )
 )
 
+
+# --- tags -------------------------------------------------------------------------------
+def _optional_duration(text: str) -> timedelta | None:
+    return parse_duration(text)
+
+
+TAG_DEFAULT_TIME_RETAINED = _declare(
+    Option(
+        "tag.default-time-retained",
+        _optional_duration,
+        None,
+        "Retention given to tags created without one; none: tags are kept until deleted.",
+    )
+)
+TAG_AUTOMATIC_CREATION = _declare(
+    Option(
+        "tag.automatic-creation",
+        _parse_str,
+        "none",
+        "Create a tag per period after commits: none, process-time (by commit time) or "
+        "watermark (by the snapshot's watermark).",
+        _one_of("none", "process-time", "watermark"),
+    )
+)
+TAG_CREATION_PERIOD = _declare(
+    Option(
+        "tag.creation-period",
+        _parse_str,
+        "daily",
+        "The period of automatic tags: daily, hourly or two-hours.",
+        _one_of("daily", "hourly", "two-hours"),
+    )
+)
+TAG_CREATION_DELAY = _declare(
+    Option(
+        "tag.creation-delay",
+        parse_duration,
+        timedelta(0),
+        "How long after a period ends its automatic tag is created.",
+    )
+)
+TAG_PERIOD_FORMATTER = _declare(
+    Option(
+        "tag.period-formatter",
+        _parse_str,
+        "with_dashes",
+        "Names of automatic tags: with_dashes (2026-11-01, 2026-11-01 13), without_dashes "
+        "(20261101, 20261101 13) or without_dashes_and_spaces (2026110113).",
+        _one_of("with_dashes", "without_dashes", "without_dashes_and_spaces"),
+    )
+)
+TAG_NUM_RETAINED_MAX = _declare(
+    Option(
+        "tag.num-retained-max",
+        _parse_int,
+        0,
+        "Automatic tags kept at most (the oldest go first); 0: no limit. Counts only "
+        "automatic tags.",
+        _at_least(0),
+    )
+)
+
 # --- reading ----------------------------------------------------------------------------------
 SPLIT_TARGET_SIZE = _declare(
     Option(

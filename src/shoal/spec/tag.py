@@ -21,15 +21,21 @@ from shoal.spec.snapshot import Snapshot
 _DIGITS = re.compile(r"^\d+$")
 
 
-def validate_tag_name(name: str) -> None:
-    """Raise InvalidTagNameError for a name that is blank, all digits (it would read as
-    a snapshot id), or that would leave the tag folder."""
+def check_tag_path(name: str) -> None:
+    """Raise InvalidTagNameError for a name that is blank or would leave the tag folder."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidTagNameError(str(name), "a tag name must not be blank")
-    if _DIGITS.match(name):
-        raise InvalidTagNameError(name, "an all-digit name reads as a snapshot id")
     if "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
         raise InvalidTagNameError(name, "a tag name must not contain '/', '\\' or be '..'")
+
+
+def validate_tag_name(name: str) -> None:
+    """The rule for names users give: no blank or path-like names, and no all-digit
+    ones (a version string would be ambiguous between a tag and a snapshot id).
+    Automatic tags may be all digits (``2026110113``), as Paimon names them."""
+    check_tag_path(name)
+    if _DIGITS.match(name):
+        raise InvalidTagNameError(name, "an all-digit name reads as a snapshot id")
 
 
 @dataclass(frozen=True, slots=True)

@@ -183,6 +183,7 @@ class Table:
             return self.upsert(data)
         snapshot = self._committer.commit(self._write(data), allow_empty=True)
         assert snapshot is not None
+        self._after_commit()
         return snapshot
 
     def upsert(self, data: Any) -> Snapshot:
@@ -219,6 +220,7 @@ class Table:
                 continue  # another writer wrote to a bucket: sequence again, write again
             assert snapshot is not None
             self._compact_after_write(writer.buckets)
+            self._after_commit()
             return snapshot
         raise AssertionError("unreachable")
 
@@ -251,7 +253,16 @@ class Table:
         from shoal.compaction.strategies import strategy_for
 
         name = strategy or self._store.options.get(O.COMPACTION_STRATEGY)
-        return compact(self._store, self._committer, strategy_for(name, self._store.options))
+        result = compact(self._store, self._committer, strategy_for(name, self._store.options))
+        if result.snapshot is not None:
+            self._after_commit()
+        return result
+
+    def _after_commit(self) -> None:
+        """Automatic tags and tag expiry, when the table's options ask for them."""
+        from shoal.maintenance.maintain import maintain  # maintenance/ builds on table/
+
+        maintain(self._store)
 
     def overwrite(self, data: Any, *, partition: Mapping[str, Any] | None = None) -> Snapshot:
         """Replace the whole table, or one partition, with ``data`` in one commit.
@@ -269,6 +280,7 @@ class Table:
             )
         snapshot = self._committer.commit(messages, overwrite=scope)
         assert snapshot is not None
+        self._after_commit()
         return snapshot
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, Any]]) -> Snapshot:
@@ -283,6 +295,7 @@ class Table:
             raise InvalidArgumentError("drop_partitions needs at least one partition spec")
         snapshot = self._committer.commit([], overwrite=self._partition_scope(partitions))
         assert snapshot is not None
+        self._after_commit()
         return snapshot
 
     def _partition_scope(self, specs: Sequence[Mapping[str, Any]]) -> OverwriteScope:
@@ -319,6 +332,8 @@ class Table:
                 raise SnapshotNotFoundError("the table has no snapshot to tag yet")
         else:
             snapshot = store.snapshots.snapshot(snapshot_id)
+        if time_retained is None:
+            time_retained = store.options.get(O.TAG_DEFAULT_TIME_RETAINED)
         tags = TagManager(store.file_io, store.paths)
         return tags.create(name, snapshot, time_retained=time_retained, replace=replace)
 

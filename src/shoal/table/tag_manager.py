@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from shoal.errors import TagAlreadyExistsError, TagNotFoundError
 from shoal.io import FileIO
 from shoal.spec.snapshot import Snapshot
-from shoal.spec.tag import Tag, decode_tag, encode_tag, validate_tag_name
+from shoal.spec.tag import Tag, check_tag_path, decode_tag, encode_tag, validate_tag_name
 from shoal.table.paths import TAG_PREFIX, PathFactory
 
 
@@ -34,7 +34,7 @@ class TagManager:
 
     def get(self, name: str) -> tuple[Tag, Snapshot]:
         """The tag and the snapshot it holds. Raises TagNotFoundError."""
-        validate_tag_name(name)
+        check_tag_path(name)
         path = self.paths.tag_path(name)
         try:
             data = self.file_io.read_bytes(path)
@@ -59,9 +59,15 @@ class TagManager:
         *,
         time_retained: timedelta | None = None,
         replace: bool = False,
+        automatic: bool = False,
     ) -> Tag:
-        """Write the tag file. Raises TagAlreadyExistsError unless ``replace``."""
-        validate_tag_name(name)
+        """Write the tag file. Raises TagAlreadyExistsError unless ``replace``.
+
+        ``automatic`` tags may have all-digit names (see ``validate_tag_name``)."""
+        if automatic:
+            check_tag_path(name)
+        else:
+            validate_tag_name(name)
         created = datetime.now() if time_retained is not None else None
         data = encode_tag(snapshot, created, time_retained).encode()
         path = self.paths.tag_path(name)
