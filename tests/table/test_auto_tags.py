@@ -14,7 +14,7 @@ from tests.conftest import EVENTS_SCHEMA, events
 def _commit_at(monkeypatch: pytest.MonkeyPatch, table: shoal.Table, when: datetime, i: int
                ) -> None:
     """Append one row with the commit clock set to local time ``when``."""
-    monkeypatch.setattr("shoal.table.commit.time.time", lambda: when.timestamp())
+    monkeypatch.setattr("shoal.table.commit.time.time", when.timestamp)
     table.append(events([i]))
     monkeypatch.undo()
 
