@@ -75,3 +75,19 @@ def test_tag_of_a_live_snapshot_or_a_shared_one_removes_only_the_tag(
     reopened.delete_tag("c")  # the last holder: its own files go
     assert not any(os.path.exists(p) for p in files)
     assert reopened.to_arrow().column("id").to_pylist() == [2]
+
+
+def test_older_tag_keeps_files_the_deleted_tag_shared(events_table: shoal.Table) -> None:
+    t = events_table
+    t.append(events([1], dt="2026-11-01"))                                      # 1
+    t.create_tag("old")
+    t.append(events([2], dt="2026-11-02"))                                      # 2
+    t.create_tag("mid")
+    t.overwrite(events([3], dt="2026-11-01"), partition={"dt": "2026-11-01"})   # 3
+    t.append(events([4], dt="2026-11-03"))                                      # 4
+    shared = _files_of(t, t.snapshot(1))  # row 1's file: in "old" and "mid", gone at 3
+    _expire(t, 1, 2, 3)
+    reopened = shoal.open_table(t.path)
+    reopened.delete_tag("mid")
+    assert all(os.path.exists(p) for p in shared)
+    assert reopened.to_arrow(tag="old").column("id").to_pylist() == [1]
