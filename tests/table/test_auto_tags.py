@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -63,3 +63,26 @@ def test_tags_with_retention_expire(catalog: shoal.Catalog) -> None:
     assert expire_tags(table._store, now=datetime.now()) == []
     assert expire_tags(table._store, now=datetime.now() + timedelta(hours=2)) == ["short"]
     assert [t.name for t in table.list_tags()] == ["forever"]
+
+
+def test_watermark_tags_follow_the_snapshots_watermark(catalog: shoal.Catalog) -> None:
+    from shoal.maintenance.auto_tags import create_automatic_tags
+    from shoal.table.commit import FileStoreCommit
+    from shoal.table.write import AppendWriter
+
+    table = catalog.create_table("db.t", EVENTS_SCHEMA,
+                                 options={"tag.automatic-creation": "watermark"})
+    store = table._store
+    committer = FileStoreCommit(store)
+    def millis(*parts: int) -> int:
+        return int(datetime(*parts, tzinfo=UTC).timestamp() * 1000)
+
+    for i, watermark in enumerate([None, millis(2026, 3, 1, 0, 5), millis(2026, 3, 2, 9)]):
+        writer = AppendWriter(store)
+        writer.write(events([i]))
+        committer.commit(writer.prepare_commit(), watermark=watermark)
+    created = create_automatic_tags(store)
+    # Snapshot 1 has no watermark; 2 tags the day before its watermark's day; 3 the next.
+    assert created == ["2026-02-28", "2026-03-01"]
+    assert [(t.name, t.snapshot_id) for t in table.list_tags()] == [
+        ("2026-02-28", 2), ("2026-03-01", 3)]
