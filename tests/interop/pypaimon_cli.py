@@ -166,9 +166,41 @@ def cmd_snapshots(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_create_tag(args: argparse.Namespace) -> dict[str, Any]:
-    """Tag a snapshot (latest when --snapshot-id is absent)."""
-    _table(args.warehouse, args.table).create_tag(args.tag, snapshot_id=args.snapshot_id)
+    """Tag a snapshot (latest when --snapshot-id is absent), optionally with a retention
+    in pypaimon's duration syntax (--time-retained 1d)."""
+    table = _table(args.warehouse, args.table)
+    if args.time_retained is None:
+        table.create_tag(args.tag, snapshot_id=args.snapshot_id)
+    else:
+        table.create_tag(args.tag, snapshot_id=args.snapshot_id, time_retained=args.time_retained)
     return {}
+
+
+def _json_value(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def cmd_tags(args: argparse.Namespace) -> dict[str, Any]:
+    """Every tag pypaimon lists, sorted by name: the fields of its tag file as pypaimon
+    decodes them, and its row of the `$tags` system table (times as ISO strings)."""
+    table = _table(args.warehouse, args.table)
+    manager = table.tag_manager()
+    system_rows = _read_rows(_table(args.warehouse, f"{args.table}$tags"), []).to_pylist()
+    by_name = {row["tag_name"]: row for row in system_rows}
+    tags = []
+    for name in sorted(table.list_tags()):
+        tag = manager.get(name)
+        created, retained = tag.tag_create_time, tag.tag_time_retained
+        tags.append(
+            {
+                "name": name,
+                "snapshot_id": int(tag.id),
+                "create_time": None if created is None else created.isoformat(),
+                "time_retained_seconds": None if retained is None else retained.total_seconds(),
+                "system_row": {k: _json_value(v) for k, v in by_name.get(name, {}).items()},
+            }
+        )
+    return {"tags": tags}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -210,6 +242,9 @@ def _parser() -> argparse.ArgumentParser:
     tag = command("create-tag", cmd_create_tag)
     tag.add_argument("--tag", required=True)
     tag.add_argument("--snapshot-id", type=int)
+    tag.add_argument("--time-retained", help="retention, e.g. 1d or 12h")
+
+    command("tags", cmd_tags)
     return parser
 
 

@@ -228,9 +228,21 @@ class PypaimonOracle:
         tag: str,
         *,
         snapshot_id: int | None = None,
+        time_retained: str | None = None,
     ) -> None:
-        """Tag `snapshot_id` (the latest snapshot when None) with pypaimon."""
+        """Tag `snapshot_id` (the latest snapshot when None) with pypaimon; `time_retained`
+        is a retention in pypaimon's duration syntax ("1d", "12h")."""
         args = ["--warehouse", str(warehouse), "--table", table, "--tag", tag]
         if snapshot_id is not None:
             args += ["--snapshot-id", str(snapshot_id)]
+        if time_retained is not None:
+            args += ["--time-retained", time_retained]
         self._call("create-tag", *args)
+
+    def tags(self, warehouse: str | os.PathLike[str], table: str) -> list[dict[str, Any]]:
+        """The tags pypaimon lists, by name: name, snapshot_id, create_time (ISO string or
+        None), time_retained_seconds (float or None), and system_row (the tag's row of
+        pypaimon's `$tags` table, times as ISO strings)."""
+        result = self._call("tags", "--warehouse", str(warehouse), "--table", table)
+        tags: list[dict[str, Any]] = result["tags"]
+        return tags

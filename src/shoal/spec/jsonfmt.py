@@ -8,8 +8,13 @@ as ``[ a, b ]``.
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from typing import Any
+
+
+class RawNumber(str):
+    """A number written exactly as spelled (``5.000000000``), as Java's BigDecimal is."""
+
+    __slots__ = ()
 
 
 def dumps(value: Any) -> str:
@@ -43,8 +48,8 @@ def _write(value: Any, depth: int, out: list[str]) -> None:
         out.append(" ]")
     elif isinstance(value, bool) or value is None:
         out.append("true" if value else "false" if value is not None else "null")
-    elif isinstance(value, int | Decimal):
-        out.append(str(value))  # a Decimal keeps its digits, as Java's BigDecimal does
+    elif isinstance(value, RawNumber | int):
+        out.append(str(value))
     else:
         out.append(json.dumps(value, ensure_ascii=False))
 

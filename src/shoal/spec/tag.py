@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from shoal.errors import CorruptMetadataError, InvalidTagNameError
@@ -63,10 +62,13 @@ def parse_local_date_time(value: Any) -> datetime:
     return datetime(year, month, day, hour, minute, second, nanos // 1000)
 
 
-def duration_json(value: timedelta) -> Decimal:
+def duration_json(value: timedelta) -> jsonfmt.RawNumber:
+    """Decimal seconds with nine fraction digits, as Jackson writes a Duration."""
+    if value < timedelta(0):
+        raise ValueError("a tag retention cannot be negative")
     total_micros = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
     seconds, micros = divmod(total_micros, 1_000_000)
-    return Decimal(f"{seconds}.{micros * 1000:09d}")
+    return jsonfmt.RawNumber(f"{seconds}.{micros * 1000:09d}")
 
 
 def encode_tag(
@@ -97,6 +99,6 @@ def decode_tag(name: str, text: str | bytes, path: str) -> tuple[Tag, Snapshot]:
             create_time=parse_local_date_time(created) if created is not None else None,
             time_retained=timedelta(seconds=float(retained)) if retained is not None else None,
         )
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise CorruptMetadataError(path, f"bad tag retention fields ({exc})") from None
     return tag, snapshot

@@ -268,7 +268,10 @@ def tags_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
             "record_count": pa.array([s.total_record_count for _, s in pairs], pa.int64()),
             "create_time": pa.array([t.create_time for t, _ in pairs], _MS),
             "time_retained": pa.array(
-                [_java_duration(t.time_retained) if t.time_retained else None for t, _ in pairs],
+                [
+                    _java_duration(t.time_retained) if t.time_retained is not None else None
+                    for t, _ in pairs
+                ],
                 pa.string(),
             ),
         }

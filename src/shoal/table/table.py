@@ -19,6 +19,7 @@ from shoal.errors import (
     UnsupportedFeatureError,
 )
 from shoal.io import FileIO, file_io_for
+from shoal.options import parse_duration
 from shoal.spec.snapshot import Snapshot
 from shoal.spec.tag import Tag
 from shoal.table import kv
@@ -314,7 +315,7 @@ class Table:
         self,
         name: str,
         snapshot_id: int | None = None,
-        time_retained: timedelta | None = None,
+        time_retained: timedelta | str | None = None,
         *,
         replace: bool = False,
     ) -> Tag:
@@ -334,6 +335,18 @@ class Table:
             snapshot = store.snapshots.snapshot(snapshot_id)
         if time_retained is None:
             time_retained = store.options.get(O.TAG_DEFAULT_TIME_RETAINED)
+        elif isinstance(time_retained, str):
+            try:
+                time_retained = parse_duration(time_retained)
+            except ValueError as exc:
+                raise InvalidArgumentError(f"time_retained: {exc}") from None
+        if time_retained is not None and (
+            not isinstance(time_retained, timedelta) or time_retained < timedelta(0)
+        ):
+            raise InvalidArgumentError(
+                f"time_retained must be a non-negative timedelta or a duration such as "
+                f"'1 d', not {time_retained!r}"
+            )
         tags = TagManager(store.file_io, store.paths)
         return tags.create(name, snapshot, time_retained=time_retained, replace=replace)
 
