@@ -135,10 +135,15 @@ class Snapshot:
 
     @staticmethod
     def from_json(text: str | bytes, path: str) -> Snapshot:
-        try:
-            data = jsonfmt.loads(text)
-        except ValueError as exc:
-            raise CorruptMetadataError(path, f"not valid JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise CorruptMetadataError(path, "not a JSON object")
-        return Snapshot.from_json_dict(data, path)
+        return Snapshot.from_json_dict(load_json_object(text, path), path)
+
+
+def load_json_object(text: str | bytes, path: str) -> dict[str, Any]:
+    """A metadata file's JSON object; CorruptMetadataError naming ``path`` otherwise."""
+    try:
+        data = jsonfmt.loads(text)
+    except ValueError as exc:
+        raise CorruptMetadataError(path, f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise CorruptMetadataError(path, "not a JSON object")
+    return data

@@ -15,7 +15,7 @@ from typing import Any
 
 from shoal.errors import CorruptMetadataError, InvalidTagNameError
 from shoal.spec import jsonfmt
-from shoal.spec.snapshot import Snapshot
+from shoal.spec.snapshot import Snapshot, load_json_object
 
 _DIGITS = re.compile(r"^\d+$")
 
@@ -83,12 +83,7 @@ def encode_tag(
 
 def decode_tag(name: str, text: str | bytes, path: str) -> tuple[Tag, Snapshot]:
     """The tag and its snapshot from a tag file."""
-    try:
-        data = jsonfmt.loads(text)
-    except ValueError as exc:
-        raise CorruptMetadataError(path, f"not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise CorruptMetadataError(path, "not a JSON object")
+    data = load_json_object(text, path)
     snapshot = Snapshot.from_json_dict(data, path)
     try:
         created = data.get("tagCreateTime")
