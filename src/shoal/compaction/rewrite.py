@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from shoal.compaction.runs import CompactUnit
 from shoal.spec.data_file import FILE_SOURCE_COMPACT
-from shoal.table.levels import sorted_runs
+from shoal.table.levels import run_paths, sorted_runs
 from shoal.table.merge import BucketMerger
 from shoal.table.store import FileStore
 from shoal.table.write import CommitMessage, RollingFileWriter, write_all
@@ -22,8 +22,7 @@ def rewrite(
     """Merge ``unit.files`` into files at ``unit.output_level``; the message deletes the
     inputs and adds the outputs."""
     bucket_path = store.paths.bucket_dir(store.partitions.path(partition), bucket)
-    runs = sorted_runs(unit.files, store.decode_key)
-    paths = [[f.external_path or f"{bucket_path}/{f.file_name}" for f in run.files] for run in runs]
+    paths = run_paths(sorted_runs(unit.files, store.decode_key), bucket_path)
     merger = BucketMerger(
         store.file_io,
         store.layout,

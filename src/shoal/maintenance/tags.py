@@ -22,6 +22,7 @@ from shoal.errors import TagAlreadyExistsError, TagNotFoundError
 from shoal.io import parallel_map
 from shoal.spec.snapshot import Snapshot
 from shoal.spec.tag import Tag, validate_tag_name
+from shoal.table.paths import data_file_path
 from shoal.table.scan import live_entries, read_manifest_metas
 from shoal.table.store import FileStore
 from shoal.table.tag_manager import TagManager
@@ -94,7 +95,7 @@ def _unreferenced(
             continue
         bucket_dir = paths.bucket_dir(codec.path(entry.partition), entry.bucket)
         f = entry.file
-        data.append(f.external_path or f"{bucket_dir}/{f.file_name}")
+        data.append(data_file_path(bucket_dir, f))
         data.extend(f"{bucket_dir}/{x}" for x in f.extra_files)
     manifests = [
         m.file_name

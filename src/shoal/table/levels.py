@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shoal.spec.data_file import DataFileMeta
+from shoal.table.paths import data_file_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +44,8 @@ def sorted_runs(
         ordered = sorted(by_level[level], key=lambda f: decode_key(f.min_key))
         runs.append(SortedRun(level, tuple(ordered)))
     return runs
+
+
+def run_paths(runs: Sequence[SortedRun], bucket_dir: str) -> list[list[str]]:
+    """Each run's file paths, in key order: what the merge reads."""
+    return [[data_file_path(bucket_dir, f) for f in run.files] for run in runs]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, time
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
@@ -157,7 +157,3 @@ def _java_local_date_time(value: datetime) -> str:
         micros = f"{value.microsecond:06d}"
         text += "." + (micros[:3] if micros.endswith("000") else micros)
     return text
-
-
-def partition_tuple(spec: Mapping[str, Any], keys: Sequence[str]) -> PartitionValues:
-    return tuple(spec[k] for k in keys)

@@ -10,6 +10,8 @@ import itertools
 import threading
 import uuid
 
+from shoal.spec.data_file import DataFileMeta
+
 SNAPSHOT_PREFIX = "snapshot-"
 SCHEMA_PREFIX = "schema-"
 TAG_PREFIX = "tag-"
@@ -25,20 +27,9 @@ def escape_path_name(text: str) -> str:
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
 
 
-def unescape_path_name(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "%" and _is_hex(text[i + 1 : i + 3]):
-            out.append(chr(int(text[i + 1 : i + 3], 16)))
-            i += 3
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
-
-def _is_hex(text: str) -> bool:
-    return len(text) == 2 and all(c in "0123456789abcdefABCDEF" for c in text)
+def data_file_path(bucket_dir: str, file: DataFileMeta) -> str:
+    """Where a data file lives: its external path, or its name in its bucket directory."""
+    return file.external_path or f"{bucket_dir}/{file.file_name}"
 
 
 class PathFactory:
@@ -100,10 +91,3 @@ class PathFactory:
         if partition_path:
             return f"{self.root}/{partition_path}/{BUCKET_PREFIX}{bucket}"
         return f"{self.root}/{BUCKET_PREFIX}{bucket}"
-
-    def data_file_path(
-        self, partition_path: str, bucket: int, file_name: str, external_path: str | None = None
-    ) -> str:
-        if external_path:
-            return external_path
-        return f"{self.bucket_dir(partition_path, bucket)}/{file_name}"

@@ -17,7 +17,7 @@ import pyarrow.dataset as ds
 from shoal.errors import CorruptDataFileError
 from shoal.io import FileIO
 from shoal.table import predicate as P
-from shoal.table.levels import sorted_runs
+from shoal.table.levels import run_paths, sorted_runs
 from shoal.table.merge import BucketMerger
 from shoal.table.scan import DataSplit
 
@@ -121,11 +121,7 @@ def merged_batches(
     merger = BucketMerger(store.file_io, store.layout, store.merge_settings, columns=needed)
     expression = P.to_expression(dnf) if dnf is not None else None
     for split in splits:
-        runs = sorted_runs(split.files, store.decode_key)
-        paths = [
-            [f.external_path or f"{split.bucket_path}/{f.file_name}" for f in run.files]
-            for run in runs
-        ]
+        paths = run_paths(sorted_runs(split.files, store.decode_key), split.bucket_path)
         for table in merger.merge(paths):
             if expression is not None:
                 table = table.filter(expression)

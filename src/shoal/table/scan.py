@@ -22,6 +22,7 @@ from shoal.spec.data_file import DataFileMeta
 from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
 from shoal.spec.snapshot import Snapshot
 from shoal.table import predicate as P
+from shoal.table.paths import data_file_path
 
 if TYPE_CHECKING:
     from shoal.table.store import FileStore
@@ -49,7 +50,7 @@ class DataSplit:
 
     @property
     def file_paths(self) -> list[str]:
-        return [f.external_path or f"{self.bucket_path}/{f.file_name}" for f in self.files]
+        return [data_file_path(self.bucket_path, f) for f in self.files]
 
     @property
     def size_in_bytes(self) -> int:

@@ -14,6 +14,7 @@ from shoal.spec import binary_row
 from shoal.spec import types as T
 from shoal.spec.data_file import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT
 from shoal.spec.snapshot import Snapshot
+from shoal.table.paths import data_file_path
 from shoal.table.scan import live_entries, read_manifest_metas
 from shoal.table.tag_manager import TagManager
 
@@ -84,7 +85,7 @@ def files_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
         cols["partition"].append(partition_path or None)
         cols["bucket"].append(e.bucket)
         cols["file_path"].append(
-            f.external_path or f"{store.paths.bucket_dir(partition_path, e.bucket)}/{f.file_name}"
+            data_file_path(store.paths.bucket_dir(partition_path, e.bucket), f)
         )
         cols["file_format"].append(f.file_name.rsplit(".", 1)[-1])
         cols["schema_id"].append(f.schema_id)

@@ -477,8 +477,9 @@ class Table:
                     "primary-key table, read the delta of their snapshot ids"
                 )
             tags = TagManager(store.file_io, store.paths)
-            entries = diff_entries(store, tags.get(start)[1], tags.get(end)[1])
-            snapshot_id = tags.get(end)[0].snapshot_id
+            end_snapshot = tags.get(end)[1]
+            entries = diff_entries(store, tags.get(start)[1], end_snapshot)
+            snapshot_id = end_snapshot.id
         elif isinstance(start, int) and isinstance(end, int):
             entries = delta_entries(store, start, end)
             snapshot_id = end
