@@ -143,6 +143,13 @@ DECLARED_KEYS = {
     "SNAPSHOT_NUM_RETAINED_MAX": "snapshot.num-retained.max",
     "SNAPSHOT_TIME_RETAINED": "snapshot.time-retained",
     "SNAPSHOT_EXPIRE_LIMIT": "snapshot.expire.limit",
+    "SNAPSHOT_CLEAN_EMPTY_DIRECTORIES": "snapshot.clean-empty-directories",
+    "PARTITION_EXPIRATION_TIME": "partition.expiration-time",
+    "PARTITION_EXPIRATION_CHECK_INTERVAL": "partition.expiration-check-interval",
+    "PARTITION_EXPIRATION_STRATEGY": "partition.expiration-strategy",
+    "PARTITION_EXPIRATION_MAX_NUM": "partition.expiration-max-num",
+    "PARTITION_TIMESTAMP_FORMATTER": "partition.timestamp-formatter",
+    "PARTITION_TIMESTAMP_PATTERN": "partition.timestamp-pattern",
 }
 
 
@@ -177,6 +184,12 @@ DEFAULTS = [
     (O.SNAPSHOT_NUM_RETAINED_MAX, 2**31 - 1),
     (O.SNAPSHOT_TIME_RETAINED, timedelta(hours=1)),
     (O.SNAPSHOT_EXPIRE_LIMIT, 50),
+    (O.SNAPSHOT_CLEAN_EMPTY_DIRECTORIES, False),
+    (O.PARTITION_EXPIRATION_CHECK_INTERVAL, timedelta(hours=1)),
+    (O.PARTITION_EXPIRATION_STRATEGY, "values-time"),
+    (O.PARTITION_EXPIRATION_MAX_NUM, 100),
+    (O.PARTITION_TIMESTAMP_FORMATTER, ""),
+    (O.PARTITION_TIMESTAMP_PATTERN, ""),
 ]
 
 

@@ -62,8 +62,8 @@ class Catalog:
         identifier: str,
         schema: pa.Schema,
         *,
-        partition_keys: Sequence[str] = (),
-        primary_keys: Sequence[str] = (),
+        partition_keys: Sequence[str] | None = (),
+        primary_keys: Sequence[str] | None = (),
         options: Mapping[str, Any] | None = None,
         comment: str | None = None,
         ignore_if_exists: bool = False,
@@ -76,7 +76,9 @@ class Catalog:
         """
         database, name = _split_identifier(identifier)
         raw_options = {str(k): str(v) for k, v in (options or {}).items()}
-        table_schema = build_schema(schema, partition_keys, primary_keys, raw_options, comment)
+        table_schema = build_schema(
+            schema, partition_keys or (), primary_keys or (), raw_options, comment
+        )
         root = self._root_of(database, name)
         paths = PathFactory(root)
         if not SchemaManager(self._file_io, paths).try_create(table_schema):

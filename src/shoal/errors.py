@@ -17,6 +17,7 @@ message text.
     ├── InvalidArgumentError      (also a ValueError)
     │   └── InvalidFilterError
     ├── InvalidOptionError        (also a ValueError)
+    ├── PartitionExpiredError
     ├── CommitConflictError
     │   └── SequenceConflictError
     ├── CorruptMetadataError
@@ -112,6 +113,18 @@ class InvalidOptionError(ShoalError, ValueError):
         super().__init__(f"invalid value {value!r} for option {key!r}: {reason}")
         self.key = key
         self.value = value
+
+
+class PartitionExpiredError(ShoalError):
+    """A write into partitions that partition expiration has already dropped."""
+
+    def __init__(self, partitions: list[dict[str, object]]) -> None:
+        super().__init__(
+            f"the data holds rows of expired partitions {partitions}: partition expiration "
+            "(partition.expiration-time) would drop them again. Filter those rows out, or "
+            "raise partition.expiration-time"
+        )
+        self.partitions = partitions
 
 
 class CommitConflictError(ShoalError):

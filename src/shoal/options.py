@@ -470,6 +470,71 @@ SNAPSHOT_EXPIRE_LIMIT = _declare(
     )
 )
 
+SNAPSHOT_CLEAN_EMPTY_DIRECTORIES = _declare(
+    Option(
+        "snapshot.clean-empty-directories",
+        _parse_bool,
+        False,
+        "Whether expiration removes the bucket and partition directories it empties "
+        "(costly on object stores).",
+    )
+)
+
+# --- partition expiration (used by maintenance) -----------------------------------------------
+PARTITION_EXPIRATION_TIME = _declare(
+    Option(
+        "partition.expiration-time",
+        _optional_duration,
+        None,
+        "Age after which a partition is dropped by partition expiration; none: never.",
+    )
+)
+PARTITION_EXPIRATION_CHECK_INTERVAL = _declare(
+    Option(
+        "partition.expiration-check-interval",
+        parse_duration,
+        timedelta(hours=1),
+        "How often commits look for expired partitions.",
+    )
+)
+PARTITION_EXPIRATION_STRATEGY = _declare(
+    Option(
+        "partition.expiration-strategy",
+        _parse_str,
+        "values-time",
+        "How a partition's age is found: values-time (from its values, see "
+        "partition.timestamp-pattern and -formatter) or update-time (its newest file).",
+        _one_of("values-time", "update-time"),
+    )
+)
+PARTITION_EXPIRATION_MAX_NUM = _declare(
+    Option(
+        "partition.expiration-max-num",
+        _parse_int,
+        100,
+        "Partitions dropped at most by one expiration run.",
+        _at_least(1),
+    )
+)
+PARTITION_TIMESTAMP_FORMATTER = _declare(
+    Option(
+        "partition.timestamp-formatter",
+        _parse_str,
+        "",
+        "Java DateTimeFormatter pattern of the partition time, e.g. yyyyMMdd; empty: "
+        "yyyy-MM-dd[ HH:mm:ss].",
+    )
+)
+PARTITION_TIMESTAMP_PATTERN = _declare(
+    Option(
+        "partition.timestamp-pattern",
+        _parse_str,
+        "",
+        "How partition values form the partition time, e.g. '$dt $hour:00:00'; empty: "
+        "the first partition field.",
+    )
+)
+
 
 def declared() -> Iterator[Option[object]]:
     """Every declared option, in declaration order (the docs are made from this)."""

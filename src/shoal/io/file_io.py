@@ -86,6 +86,15 @@ class FileIO:
         with contextlib.suppress(FileNotFoundError):
             self.fs.delete_dir(path)
 
+    def remove_empty_dir(self, path: str) -> bool:
+        """Remove a directory if it is empty; True if it was removed.
+
+        Object stores have no directories to remove, and a listing followed by a
+        prefix delete could remove a file written in between: this removes nothing
+        there. :class:`LocalFileIO` removes the directory atomically."""
+        del path
+        return False
+
     def mkdirs(self, path: str) -> None:
         if path:
             self.fs.create_dir(path, recursive=True)
@@ -175,6 +184,13 @@ class LocalFileIO(FileIO):
         try:
             os.unlink(path)
         except FileNotFoundError:
+            return False
+        return True
+
+    def remove_empty_dir(self, path: str) -> bool:
+        try:
+            os.rmdir(path)  # fails unless the directory is empty
+        except OSError:
             return False
         return True
 

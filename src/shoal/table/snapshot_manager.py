@@ -40,7 +40,8 @@ class SnapshotManager:
                 ids.append(int(name[len(SNAPSHOT_PREFIX) :]))
         return sorted(ids)
 
-    def _read_hint(self, name: str) -> int | None:
+    def hint(self, name: str) -> int | None:
+        """The snapshot id a hint file holds, if it is there and well formed."""
         try:
             text = self.file_io.read_bytes(f"{self.paths.snapshot_dir}/{name}").strip()
         except FileNotFoundError:
@@ -48,14 +49,14 @@ class SnapshotManager:
         return int(text) if text.isdigit() else None
 
     def latest_id(self) -> int | None:
-        hint = self._read_hint(LATEST)
+        hint = self.hint(LATEST)
         if hint is not None and self.exists(hint) and not self.exists(hint + 1):
             return hint
         ids = self.list_ids()
         return ids[-1] if ids else None
 
     def earliest_id(self) -> int | None:
-        hint = self._read_hint(EARLIEST)
+        hint = self.hint(EARLIEST)
         if hint is not None and self.exists(hint):
             return hint
         ids = self.list_ids()

@@ -37,7 +37,11 @@ from shoal.table.tag_manager import TagManager
 from shoal.table.write import AppendWriter, CommitMessage
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from shoal.compaction.compact import CompactResult
+    from shoal.maintenance.expire import ExpireResult
+    from shoal.maintenance.orphans import OrphanFilesResult
 
 logger = logging.getLogger(__name__)
 
@@ -260,10 +264,10 @@ class Table:
         return result
 
     def _after_commit(self) -> None:
-        """Automatic tags and tag expiry, when the table's options ask for them."""
+        """Automatic tags, tag, partition and snapshot expiry, as the options ask."""
         from shoal.maintenance.maintain import maintain  # maintenance/ builds on table/
 
-        maintain(self._store)
+        maintain(self._store, self._committer)
 
     def overwrite(self, data: Any, *, partition: Mapping[str, Any] | None = None) -> Snapshot:
         """Replace the whole table, or one partition, with ``data`` in one commit.
@@ -372,6 +376,60 @@ class Table:
         from shoal.maintenance.rollback import rollback
 
         return rollback(self._store, snapshot_id=snapshot_id, tag=tag)
+
+    # --- cleanup -----------------------------------------------------------------------------
+    def expire_snapshots(
+        self,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        older_than: datetime | None = None,
+        max_deletes: int | None = None,
+    ) -> ExpireResult:
+        """Remove old snapshots, and the files that only they used.
+
+        Keeps at least ``retain_min`` snapshots (the newest), at most ``retain_max``,
+        and every snapshot whose successor was committed after ``older_than``; expires
+        at most ``max_deletes`` snapshots in one run. Arguments left as None come from
+        the options ``snapshot.num-retained.min``, ``snapshot.num-retained.max``,
+        ``snapshot.time-retained`` (``older_than`` = now minus it) and
+        ``snapshot.expire.limit``. A file that a retained snapshot or a tag still uses
+        is never deleted. Tags whose retention has passed are removed first.
+        """
+        from shoal.maintenance.expire import expire_snapshots
+
+        return expire_snapshots(
+            self._store,
+            retain_min=retain_min,
+            retain_max=retain_max,
+            older_than=older_than,
+            max_deletes=max_deletes,
+        )
+
+    def expire_partitions(
+        self, expiration_time: timedelta | str | None = None, *, now: datetime | None = None
+    ) -> list[dict[str, Any]]:
+        """Drop the partitions older than ``expiration_time`` (default: the option
+        ``partition.expiration-time``) in one OVERWRITE commit; returns them.
+
+        A partition's age comes from its values (``partition.timestamp-pattern`` and
+        ``-formatter``) or from its newest file (``partition.expiration-strategy`` =
+        ``update-time``). Values that do not parse as a time are skipped, never dropped.
+        """
+        from shoal.maintenance.partition_expire import expire_partitions
+
+        return expire_partitions(
+            self._store, self._committer, expiration_time=expiration_time, now=now
+        )
+
+    def remove_orphan_files(
+        self, older_than: datetime | None = None, dry_run: bool = False
+    ) -> OrphanFilesResult:
+        """Delete files in the table's directories that no snapshot, tag or commit uses
+        and that are older than ``older_than`` (default: now minus one day, so a
+        commit in flight keeps its files). ``dry_run`` only reports them."""
+        from shoal.maintenance.orphans import remove_orphan_files
+
+        return remove_orphan_files(self._store, older_than=older_than, dry_run=dry_run)
 
     # --- reading -----------------------------------------------------------------------------
     def _resolve(

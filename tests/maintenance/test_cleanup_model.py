@@ -1,0 +1,227 @@
+"""Every cleanup operation against a model: whatever the sequence of writes, tags,
+expirations, rollbacks and orphan cleanups, every retained snapshot and every tag reads
+back exactly the rows it had, no file they reach is ever missing, and after an orphan
+cleanup nothing they do not reach remains.
+
+One machine per table kind: an append table (append, overwrite, drop partition) and a
+primary-key table (upsert, delete, compact, overwrite, drop partition).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from datetime import datetime, timedelta
+
+import hypothesis.strategies as st
+import pyarrow as pa
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    consumes,
+    invariant,
+    precondition,
+    rule,
+)
+
+import shoal
+from tests.reachability import reachable, stored
+
+SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64())])
+DAYS = ["2026-11-01", "2026-11-02"]
+Row = tuple[str, int, int]
+LATER = timedelta(days=1)
+
+
+def _table_of(rows: list[Row]) -> pa.Table:
+    return pa.table(
+        {"dt": [r[0] for r in rows], "id": [r[1] for r in rows], "v": [r[2] for r in rows]},
+        schema=SCHEMA,
+    )
+
+
+def _rows_of(table: pa.Table) -> list[Row]:
+    return sorted((r["dt"], r["id"], r["v"]) for r in table.to_pylist())
+
+
+def _age_every_file(root: str) -> None:
+    """Make every file look two days old, so orphan cleanup's age guard passes."""
+    old = time.time() - 2 * 86400
+    for directory, _, files in os.walk(root):
+        for name in files:
+            os.utime(os.path.join(directory, name), (old, old))
+
+
+class CleanupModel(RuleBasedStateMachine):
+    """The rows of every snapshot and tag, by id and name."""
+
+    primary_key = False
+    tags = Bundle("tags")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._dir = tempfile.TemporaryDirectory()
+        self.table = shoal.Catalog(self._dir.name).create_table(
+            "db.t",
+            SCHEMA,
+            partition_keys=["dt"],
+            primary_keys=["dt", "id"] if self.primary_key else None,
+            options={
+                "bucket": "2" if self.primary_key else "-1",
+                "num-sorted-run.compaction-trigger": "3",
+                "manifest.merge-min-count": "3",
+            },
+        )
+        self.current: list[Row] = []
+        self.snapshots: dict[int, list[Row]] = {}
+        self.tag_rows: dict[str, tuple[int, list[Row]]] = {}
+        self.counter = 0
+
+    def teardown(self) -> None:
+        self._dir.cleanup()
+
+    # --- helpers -------------------------------------------------------------------------
+    def _committed(self) -> None:
+        """Record the current rows for every snapshot the last operation committed
+        (a write may be followed by a compaction: same rows)."""
+        for snapshot in self.table.snapshots():
+            self.snapshots.setdefault(snapshot.id, list(self.current))
+
+    def _next_value(self) -> int:
+        self.counter += 1
+        return self.counter
+
+    def _reopen(self) -> None:
+        self.table = shoal.open_table(self.table.path)
+
+    # --- writes --------------------------------------------------------------------------
+    @rule(day=st.sampled_from(DAYS), ids=st.lists(st.integers(0, 5), min_size=1, max_size=4))
+    def write(self, day: str, ids: list[int]) -> None:
+        rows = [(day, i, self._next_value()) for i in ids]
+        if self.primary_key:
+            latest = {(r[0], r[1]): r for r in self.current}
+            latest.update({(r[0], r[1]): r for r in rows})
+            self.current = sorted(latest.values())
+        else:
+            self.current = sorted(self.current + rows)
+        self.table.append(_table_of(rows))
+        self._committed()
+
+    @precondition(lambda self: self.primary_key)
+    @rule(ids=st.lists(st.integers(0, 5), min_size=1, max_size=3), day=st.sampled_from(DAYS))
+    def delete(self, ids: list[int], day: str) -> None:
+        self.table.delete(_table_of([(day, i, 0) for i in ids]))
+        self.current = [r for r in self.current if not (r[0] == day and r[1] in ids)]
+        self._committed()
+
+    @precondition(lambda self: self.primary_key)
+    @rule()
+    def compact(self) -> None:
+        self.table.compact(strategy="full")
+        self._committed()
+
+    @rule(day=st.sampled_from(DAYS), ids=st.lists(st.integers(0, 5), max_size=3, unique=True))
+    def overwrite(self, day: str, ids: list[int]) -> None:
+        rows = [(day, i, self._next_value()) for i in ids]
+        self.table.overwrite(_table_of(rows), partition={"dt": day})
+        self.current = sorted([r for r in self.current if r[0] != day] + rows)
+        self._committed()
+
+    @rule(day=st.sampled_from(DAYS))
+    def drop_partition(self, day: str) -> None:
+        self.table.drop_partitions([{"dt": day}])
+        self.current = [r for r in self.current if r[0] != day]
+        self._committed()
+
+    # --- tags ----------------------------------------------------------------------------
+    @precondition(lambda self: self.snapshots)
+    @rule(target=tags, pick=st.integers(0, 100))
+    def create_tag(self, pick: int) -> str:
+        ids = sorted(self.snapshots)
+        snapshot_id = ids[pick % len(ids)]
+        name = f"tag-{self._next_value()}"
+        self.table.create_tag(name, snapshot_id=snapshot_id)
+        self.tag_rows[name] = (snapshot_id, self.snapshots[snapshot_id])
+        return name
+
+    @rule(name=consumes(tags))
+    def delete_tag(self, name: str) -> None:
+        if name not in self.tag_rows:
+            return  # removed by a rollback
+        junk = stored(self.table) - reachable(self.table)
+        self.table.delete_tag(name)
+        del self.tag_rows[name]
+        self._reopen()
+        assert stored(self.table) - reachable(self.table) <= junk
+
+    # --- cleanup -------------------------------------------------------------------------
+    @precondition(lambda self: self.snapshots)
+    @rule(keep=st.integers(1, 4))
+    def expire(self, keep: int) -> None:
+        junk = stored(self.table) - reachable(self.table)
+        self.table.expire_snapshots(retain_max=keep, older_than=datetime.now() + LATER)
+        latest = max(self.snapshots)
+        self.snapshots = {i: r for i, r in self.snapshots.items() if i > latest - keep}
+        self._reopen()
+        # Expiration leaves behind nothing it made unreachable.
+        assert stored(self.table) - reachable(self.table) <= junk
+
+    @precondition(lambda self: self.snapshots)
+    @rule(pick=st.integers(0, 100), to_tag=st.booleans())
+    def rollback(self, pick: int, to_tag: bool) -> None:
+        if to_tag and self.tag_rows:
+            name = sorted(self.tag_rows)[pick % len(self.tag_rows)]
+            target, rows = self.tag_rows[name]
+            self.table.rollback_to(tag=name)
+        else:
+            ids = sorted(self.snapshots)
+            target = ids[pick % len(ids)]
+            rows = self.snapshots[target]
+            self.table.rollback_to(snapshot_id=target)
+        self.snapshots = {i: r for i, r in self.snapshots.items() if i < target}
+        self.snapshots[target] = rows
+        self.tag_rows = {n: v for n, v in self.tag_rows.items() if v[0] <= target}
+        self.current = list(rows)
+        self._reopen()
+
+    @rule()
+    def remove_orphan_files(self) -> None:
+        _age_every_file(self.table.path)
+        self.table.remove_orphan_files(older_than=datetime.now())
+        self._reopen()
+        assert stored(self.table) == reachable(self.table)
+
+    # --- invariants ----------------------------------------------------------------------
+    @invariant()
+    def every_snapshot_and_tag_reads_its_rows(self) -> None:
+        table = self.table
+        assert [s.id for s in table.snapshots()] == sorted(self.snapshots)
+        for snapshot_id, rows in self.snapshots.items():
+            assert _rows_of(table.to_arrow(snapshot_id=snapshot_id)) == rows, snapshot_id
+        assert sorted(t.name for t in table.list_tags()) == sorted(self.tag_rows)
+        for name, (_, rows) in self.tag_rows.items():
+            assert _rows_of(table.to_arrow(tag=name)) == rows, name
+        assert _rows_of(table.to_arrow()) == self.current
+
+    @invariant()
+    def nothing_reachable_is_missing(self) -> None:
+        missing = reachable(self.table) - stored(self.table)
+        assert not missing
+
+
+class PrimaryKeyCleanupModel(CleanupModel):
+    primary_key = True
+
+
+_SETTINGS = settings(
+    max_examples=25,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+TestAppendTableCleanup = CleanupModel.TestCase
+TestAppendTableCleanup.settings = _SETTINGS
+TestPrimaryKeyTableCleanup = PrimaryKeyCleanupModel.TestCase
+TestPrimaryKeyTableCleanup.settings = _SETTINGS

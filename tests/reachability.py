@@ -1,0 +1,68 @@
+"""What a table's snapshots and tags reach, and what lies in its directories: the two
+sides of every cleanup invariant."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+
+import shoal
+from shoal.spec.snapshot import Snapshot
+from shoal.table.paths import data_file_path
+from shoal.table.scan import live_entries, read_manifest_metas
+from shoal.table.tag_manager import TagManager
+
+# Directories whose files cleanup never removes, and the hint files.
+_METADATA_DIRS = ("schema", "tag", "snapshot")
+
+
+def roots(table: shoal.Table) -> list[Snapshot]:
+    """Every snapshot and every tag's snapshot."""
+    store = table._store
+    tagged = [s for _, s in TagManager(store.file_io, store.paths).tags()]
+    return list(store.snapshots.snapshots()) + tagged
+
+
+def reachable(table: shoal.Table) -> set[str]:
+    """Paths of the data files, extra files, manifests and manifest lists that a
+    reader of some snapshot or tag needs."""
+    store = table._store
+    out: set[str] = set()
+    for snapshot in roots(table):
+        for entry in live_entries(store, snapshot):
+            partition = store.partitions.path(entry.partition)
+            bucket_dir = store.paths.bucket_dir(partition, entry.bucket)
+            out.add(data_file_path(bucket_dir, entry.file))
+            out.update(f"{bucket_dir}/{x}" for x in entry.file.extra_files)
+        metas = read_manifest_metas(store, snapshot)
+        out.update(store.paths.manifest_path(m.file_name) for m in metas)
+        out.add(store.paths.manifest_path(snapshot.base_manifest_list))
+        out.add(store.paths.manifest_path(snapshot.delta_manifest_list))
+    return out
+
+
+def stored(table: shoal.Table) -> set[str]:
+    """Every file under the table but the snapshot, schema and tag files and hints."""
+    root = table.path
+    out = set()
+    for directory, _, files in os.walk(root):
+        relative = os.path.relpath(directory, root)
+        if relative.split(os.sep)[0] in _METADATA_DIRS:
+            continue
+        out.update(os.path.join(directory, f) for f in files)
+    return out
+
+
+def rows_of_every_root(table: shoal.Table) -> dict[str, list[dict[str, object]]]:
+    """The sorted rows of every snapshot (``"s<id>"``) and tag (``"t:<name>"``)."""
+    out = {}
+    for snapshot in table.snapshots():
+        out[f"s{snapshot.id}"] = _sorted(table.to_arrow(snapshot_id=snapshot.id))
+    for tag in table.list_tags():
+        out[f"t:{tag.name}"] = _sorted(table.to_arrow(tag=tag.name))
+    return out
+
+
+def _sorted(rows: pa.Table) -> list[dict[str, object]]:
+    return rows.sort_by([(n, "ascending") for n in rows.column_names]).to_pylist()
