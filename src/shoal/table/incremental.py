@@ -3,18 +3,27 @@
 Between two snapshot ids ``(start, end]`` (a *delta*): the files that APPEND commits
 in that range added, as Paimon's delta scan reads them (compactions rewrite rows
 that are already there, and overwrites are not additions). Between two tags (a
-*diff*): the files live at the end tag that were not live at the start tag.
+*diff*): the files live at the end tag that were not live at the start tag; on a
+primary-key table, the rows of the end tag that are new or changed since the start
+tag, found by merging both versions of each bucket whose files differ.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from shoal.errors import InvalidArgumentError
 from shoal.spec import manifest as M
 from shoal.spec.manifest import ManifestEntry
 from shoal.spec.snapshot import Snapshot
-from shoal.table.scan import live_entries
+from shoal.table.read import read_merged
+from shoal.table.scan import DataSplit, live_entries, make_splits
 
 if TYPE_CHECKING:
     from shoal.table.store import FileStore
@@ -42,3 +51,67 @@ def diff_entries(store: FileStore, start: Snapshot, end: Snapshot) -> list[Manif
     """Entries live in ``end`` and not in ``start``."""
     before = {e.identifier() for e in live_entries(store, start)}
     return [e for e in live_entries(store, end) if e.identifier() not in before]
+
+
+def keyed_diff(
+    store: FileStore, start: Snapshot, end: Snapshot, columns: Sequence[str] | None
+) -> pa.Table:
+    """Rows of a primary-key table at ``end`` whose key is absent at ``start`` or
+    whose row differs there (keys deleted in between are not rows of ``end``)."""
+    before = _by_bucket(live_entries(store, start))
+    after = _by_bucket(live_entries(store, end))
+    changed = [b for b in after if {e.identifier() for e in after[b]} != _ids(before.get(b, []))]
+    keys = list(store.schema.primary_keys)
+    new = read_merged(store, _splits(store, end, after, changed), None, None)
+    old = read_merged(store, _splits(store, start, before, changed), None, None)
+    rows = new.filter(_new_or_changed(new, old, keys)) if old.num_rows else new
+    return rows.select(list(columns)) if columns is not None else rows
+
+
+def _by_bucket(entries: list[ManifestEntry]) -> dict[tuple[bytes, int], list[ManifestEntry]]:
+    out: dict[tuple[bytes, int], list[ManifestEntry]] = defaultdict(list)
+    for entry in entries:
+        out[(entry.partition, entry.bucket)].append(entry)
+    return out
+
+
+def _ids(entries: list[ManifestEntry]) -> set[object]:
+    return {e.identifier() for e in entries}
+
+
+def _splits(
+    store: FileStore,
+    snapshot: Snapshot,
+    by_bucket: dict[tuple[bytes, int], list[ManifestEntry]],
+    buckets: list[tuple[bytes, int]],
+) -> list[DataSplit]:
+    entries = [e for b in buckets for e in by_bucket.get(b, [])]
+    return make_splits(store, snapshot.id, entries, whole_buckets=True)
+
+
+def _new_or_changed(new: pa.Table, old: pa.Table, keys: list[str]) -> pa.Array:
+    """A mask over ``new``: its key is not in ``old``, or some column differs."""
+    left = new.select(keys).append_column("__new", pa.array(np.arange(new.num_rows)))
+    right = old.select(keys).append_column("__old", pa.array(np.arange(old.num_rows)))
+    pairs = left.join(right, keys, join_type="left outer")
+    matched = pairs.filter(pc.is_valid(pairs["__old"]))
+    new_rows, old_rows = matched["__new"], matched["__old"]
+    differs = np.zeros(len(matched), dtype=bool)
+    for name in new.column_names:
+        if name in keys:
+            continue
+        a, b = new[name].take(new_rows), old[name].take(old_rows)
+        differs |= _unequal(a, b)
+    mask = np.ones(new.num_rows, dtype=bool)
+    mask[np.asarray(new_rows)[~differs]] = False
+    return pa.array(mask)
+
+
+def _unequal(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
+    """Element-wise "not the same value" (two nulls are the same)."""
+    try:
+        equal = pc.fill_null(pc.equal(a, b), False)
+        both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+        return ~np.asarray(pc.or_(equal, both_null))
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # nested types
+        return np.array([x != y for x, y in zip(a.to_pylist(), b.to_pylist(), strict=True)])

@@ -25,7 +25,7 @@ from shoal.spec.tag import Tag
 from shoal.table import kv
 from shoal.table import predicate as P
 from shoal.table.commit import WHOLE_TABLE, FileStoreCommit, OverwriteScope
-from shoal.table.incremental import delta_entries, diff_entries
+from shoal.table.incremental import delta_entries, diff_entries, keyed_diff
 from shoal.table.kv_write import KeyValueWriter, next_sequences
 from shoal.table.paths import PathFactory
 from shoal.table.read import merged_batches, read_batches, read_merged, read_table
@@ -525,18 +525,21 @@ class Table:
         Two snapshot ids read the delta of the APPEND commits in ``(start, end]``; two
         tag names read the difference of the tags' data (files live at ``end`` that
         were not at ``start``). On a primary-key table the delta is merged by key: each
-        key's latest row written in the range (deletes drop the key).
+        key's latest row written in the range (deletes drop the key); the difference
+        of two tags is the rows of ``end`` that are new or changed since ``start``.
         """
         store = self._store
+        types = {f.name: f.type for f in store.schema.fields}
+        dnf = P.parse_filter(filter, types)
         if isinstance(start, str) and isinstance(end, str):
-            if store.is_primary_key:
-                raise UnsupportedFeatureError(
-                    "the difference of two tags is read on append tables; for a "
-                    "primary-key table, read the delta of their snapshot ids"
-                )
             tags = TagManager(store.file_io, store.paths)
-            end_snapshot = tags.get(end)[1]
-            entries = diff_entries(store, tags.get(start)[1], end_snapshot)
+            start_snapshot, end_snapshot = tags.get(start)[1], tags.get(end)[1]
+            if store.is_primary_key:
+                rows = keyed_diff(store, start_snapshot, end_snapshot, None)
+                if dnf is not None:
+                    rows = rows.filter(P.to_expression(dnf))
+                return rows.select(list(columns)) if columns is not None else rows
+            entries = diff_entries(store, start_snapshot, end_snapshot)
             snapshot_id = end_snapshot.id
         elif isinstance(start, int) and isinstance(end, int):
             entries = delta_entries(store, start, end)
@@ -545,8 +548,6 @@ class Table:
             raise InvalidArgumentError(
                 "incremental takes two snapshot ids or two tag names, not a mix"
             )
-        types = {f.name: f.type for f in store.schema.fields}
-        dnf = P.parse_filter(filter, types)
         splits = make_splits(store, snapshot_id, entries, whole_buckets=store.is_primary_key)
         if store.is_primary_key:
             return read_merged(store, splits, columns, dnf)
