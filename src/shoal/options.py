@@ -522,7 +522,7 @@ PARTITION_TIMESTAMP_FORMATTER = _declare(
         _parse_str,
         "",
         "Java DateTimeFormatter pattern of the partition time, e.g. yyyyMMdd; empty: "
-        "yyyy-MM-dd[ HH:mm:ss].",
+        "the lenient yyyy-M-d[ H:m:s[.fraction]].",
     )
 )
 PARTITION_TIMESTAMP_PATTERN = _declare(

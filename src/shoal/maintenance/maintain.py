@@ -16,6 +16,7 @@ from __future__ import annotations
 from shoal import options as O
 from shoal.maintenance.auto_tags import create_automatic_tags, expire_tags
 from shoal.maintenance.expire import ExpireConfig, run_expiration
+from shoal.maintenance.partition_expire import maybe_expire_partitions
 from shoal.table.commit import FileStoreCommit
 from shoal.table.store import FileStore
 
@@ -27,10 +28,5 @@ def maintain(store: FileStore, committer: FileStoreCommit) -> None:
         expire_tags(store)
     if store.options.get(O.WRITE_ONLY):
         return
-    try:  # TEMPORARY while partition_expire.py is written
-        from shoal.maintenance.partition_expire import maybe_expire_partitions
-    except ImportError:
-        pass
-    else:
-        maybe_expire_partitions(store, committer)
+    maybe_expire_partitions(store, committer)
     run_expiration(store, ExpireConfig.of(store))

@@ -25,6 +25,7 @@ from shoal.spec import manifest as M
 from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
 from shoal.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from shoal.table.manifest_merge import merge_manifests
+from shoal.table.partition_time import refuse_expired_writes
 from shoal.table.scan import live_entries, read_manifest_metas
 from shoal.table.write import CommitMessage
 
@@ -66,7 +67,12 @@ class FileStoreCommit:
 
         Raises:
             CommitConflictError: a file to delete is gone, or every retry lost its race.
+            PartitionExpiredError: a write adds files to a partition that partition
+                expiration (by values) drops.
         """
+        if kind != "COMPACT":  # compaction only rewrites rows that are already there
+            new_partitions = (m.partition for m in messages if m.new_files)
+            refuse_expired_writes(self.store.partitions, self.store.options, new_partitions)
         changes = _entries_of(messages)
         if not changes and overwrite is None and not allow_empty:
             return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -58,6 +59,9 @@ class FileStore:
             compression=self.options.get(O.MANIFEST_COMPRESSION),
             target_size=self.options.get(O.MANIFEST_TARGET_FILE_SIZE),
         )
+        # When the commits of this open table last looked for expired partitions, so
+        # that they look at most once per partition.expiration-check-interval.
+        self.partition_expire_checked_at: datetime | None = None
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:

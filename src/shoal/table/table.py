@@ -417,9 +417,12 @@ class Table:
         """
         from shoal.maintenance.partition_expire import expire_partitions
 
-        return expire_partitions(
+        dropped = expire_partitions(
             self._store, self._committer, expiration_time=expiration_time, now=now
         )
+        if dropped:
+            self._after_commit()
+        return dropped
 
     def remove_orphan_files(
         self, older_than: datetime | None = None, dry_run: bool = False
