@@ -542,11 +542,19 @@ def declared() -> Iterator[Option[object]]:
 
 
 def validate(raw: Mapping[str, str]) -> None:
-    """Raise :class:`InvalidOptionError` for the first declared option with a bad value."""
+    """Raise :class:`InvalidOptionError` for the first declared option with a bad value,
+    or for values that contradict each other."""
     for key in raw:
         option = _REGISTRY.get(key)
         if option is not None:
             option.get(raw)
+    retain_min, retain_max = SNAPSHOT_NUM_RETAINED_MIN.get(raw), SNAPSHOT_NUM_RETAINED_MAX.get(raw)
+    if retain_max < retain_min:
+        raise InvalidOptionError(
+            SNAPSHOT_NUM_RETAINED_MAX.key,
+            retain_max,
+            f"must not be less than {SNAPSHOT_NUM_RETAINED_MIN.key} ({retain_min})",
+        )
 
 
 class Options:

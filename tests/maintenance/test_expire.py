@@ -441,3 +441,8 @@ def test_result_is_frozen() -> None:
     with pytest.raises(AttributeError):
         result.expired_snapshots = 5  # type: ignore[misc]
     assert pa is not None
+
+
+def test_contradicting_retention_options_are_refused_at_creation(tmp_path: Path) -> None:
+    with pytest.raises(shoal.InvalidOptionError, match=r"snapshot\.num-retained\.max"):
+        _table(tmp_path, **{"snapshot.num-retained.max": "5"})  # min defaults to 10

@@ -43,7 +43,6 @@ from shoal import options as O
 from shoal.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
-    InvalidOptionError,
     SnapshotNotFoundError,
 )
 from shoal.io import parallel_map
@@ -105,13 +104,8 @@ class ExpireConfig:
         if retain_max is None:
             retain_max = options.get(O.SNAPSHOT_NUM_RETAINED_MAX)
             if retain_min is None:
+                O.validate(options.raw())  # the two options must agree
                 retain_min = options.get(O.SNAPSHOT_NUM_RETAINED_MIN)
-                if retain_max < retain_min:
-                    raise InvalidOptionError(
-                        O.SNAPSHOT_NUM_RETAINED_MAX.key,
-                        retain_max,
-                        f"must not be less than {O.SNAPSHOT_NUM_RETAINED_MIN.key} ({retain_min})",
-                    )
         elif retain_min is None:
             retain_min = min(options.get(O.SNAPSHOT_NUM_RETAINED_MIN), retain_max)
         if retain_max < retain_min:
