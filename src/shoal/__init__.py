@@ -14,10 +14,12 @@ from shoal.errors import (
     CorruptDataFileError,
     CorruptMetadataError,
     DatabaseNotFoundError,
+    FileTimeError,
     InvalidArgumentError,
     InvalidFilterError,
     InvalidOptionError,
     InvalidTagNameError,
+    PartitionExpiredError,
     SchemaMismatchError,
     ShoalError,
     SnapshotNotFoundError,
@@ -27,6 +29,8 @@ from shoal.errors import (
     TagNotFoundError,
     UnsupportedFeatureError,
 )
+from shoal.maintenance.expire import ExpireResult
+from shoal.maintenance.orphans import OrphanFilesResult
 from shoal.spec.snapshot import Snapshot
 from shoal.spec.tag import Tag
 from shoal.table.scan import DataSplit
@@ -48,10 +52,14 @@ __all__ = [
     "CorruptMetadataError",
     "DataSplit",
     "DatabaseNotFoundError",
+    "ExpireResult",
+    "FileTimeError",
     "InvalidArgumentError",
     "InvalidFilterError",
     "InvalidOptionError",
     "InvalidTagNameError",
+    "OrphanFilesResult",
+    "PartitionExpiredError",
     "Scan",
     "SchemaMismatchError",
     "ShoalError",

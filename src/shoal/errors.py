@@ -22,7 +22,8 @@ message text.
     │   └── SequenceConflictError
     ├── CorruptMetadataError
     ├── CorruptDataFileError
-    └── UnsupportedFeatureError
+    ├── UnsupportedFeatureError
+    └── FileTimeError
 """
 
 from __future__ import annotations
@@ -163,3 +164,22 @@ class CorruptDataFileError(ShoalError):
 
 class UnsupportedFeatureError(ShoalError):
     """A table uses a part of the Paimon format that shoal does not handle yet."""
+
+
+class FileTimeError(ShoalError):
+    """The filesystem reports a modification time that an age threshold cannot rely on.
+
+    Orphan cleanup keeps the files of a commit in flight only by their age, so a time
+    in seconds instead of milliseconds (or none at all) would make every file look
+    decades old.
+    """
+
+    def __init__(self, path: str, mtime_ms: int) -> None:
+        super().__init__(
+            f"file {path!r} reports modification time {mtime_ms}, which is not in epoch "
+            "milliseconds (it looks like seconds, or the filesystem reports none). Removing "
+            "files by age is not safe there, so nothing was deleted; run the cleanup through "
+            "a filesystem client that reports times in milliseconds"
+        )
+        self.path = path
+        self.mtime_ms = mtime_ms

@@ -38,7 +38,8 @@ def parallel_map(fn: Callable[[A], R], items: Iterable[A]) -> list[R]:
     """``[fn(x) for x in items]``, run on the I/O pool; results keep the input order.
 
     Small inputs run inline: a pool round trip costs more than one small read.
-    Exceptions propagate from the first failing item, after the rest have finished.
+    The first failing item's exception (in input order) propagates once it is
+    reached; items after it may still be running or queued then.
     """
     work = list(items)
     if len(work) <= 1:

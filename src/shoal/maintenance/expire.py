@@ -202,6 +202,7 @@ class _Plan:
 
     data_files: list[str] = field(default_factory=list)
     manifests: list[str] = field(default_factory=list)
+    manifest_lists: list[str] = field(default_factory=list)
     touched_buckets: set[str] = field(default_factory=set)
 
 
@@ -240,7 +241,10 @@ def _expire_until(
     deleted_data = _delete_all(store, plan.data_files)
     if clean_empty_directories:
         _remove_empty_directories(store, plan.touched_buckets)
+    # Manifests before the lists that name them, in two steps: a run stopped in
+    # between can still find every manifest when it runs again.
     deleted_manifests = _delete_all(store, plan.manifests)
+    deleted_manifests += _delete_all(store, plan.manifest_lists)
     for snapshot_id in sorted(leftovers) + list(range(begin, end)):
         store.file_io.delete(store.paths.snapshot_path(snapshot_id))
         store.snapshots.forget(snapshot_id)
@@ -381,10 +385,8 @@ def _plan_manifests(expiring: _Range, plan: _Plan) -> None:
         lists, manifests = _manifest_names(store, by_id[snapshot_id], strict=False)
         doomed_lists.update(lists)
         doomed_manifests.update(manifests)
-    # Manifests before the lists that name them: a run stopped in between can still
-    # find every manifest when it runs again.
-    for group in (doomed_manifests - kept, doomed_lists - kept):
-        plan.manifests.extend(store.paths.manifest_path(n) for n in sorted(group))
+    plan.manifests.extend(store.paths.manifest_path(n) for n in sorted(doomed_manifests - kept))
+    plan.manifest_lists.extend(store.paths.manifest_path(n) for n in sorted(doomed_lists - kept))
 
 
 def _manifest_names(
@@ -419,11 +421,14 @@ def _delete_all(store: FileStore, paths: list[str]) -> int:
 def _remove_empty_directories(store: FileStore, bucket_dirs: set[str]) -> None:
     """Remove the bucket directories left empty, then their partition directories
     up to the table root, deepest first (never a directory that is not empty)."""
-    depth = len(store.schema.partition_keys)
-    parents: set[str] = set()
-    for bucket_dir in sorted(bucket_dirs):
-        if store.file_io.remove_empty_dir(bucket_dir):
-            parents.add(bucket_dir.rsplit("/", 1)[0])
-    for _ in range(depth):
-        removed = {p for p in sorted(parents, reverse=True) if store.file_io.remove_empty_dir(p)}
-        parents = {p.rsplit("/", 1)[0] for p in removed}
+    file_io = store.file_io
+
+    def gone(directory: str) -> bool:
+        # Already absent counts as removed: a run stopped between a bucket and its
+        # partition directory must reach the partition directory when it runs again.
+        return file_io.remove_empty_dir(directory) or not file_io.exists(directory)
+
+    level = bucket_dirs
+    for _ in range(len(store.schema.partition_keys) + 1):
+        removed = [d for d in sorted(level, reverse=True) if gone(d)]
+        level = {d.rsplit("/", 1)[0] for d in removed}

@@ -48,8 +48,7 @@ def rollback(
         if later_tag.snapshot_id > target.id:
             store.file_io.delete(store.paths.tag_path(later_tag.name))
     snapshots.write_hint(LATEST, target.id)
-    earliest = snapshots.earliest_id()
-    if (earliest is not None and earliest > target.id) or earliest is None:
-        snapshots.write_hint(EARLIEST, target.id)
+    # The old hint may name a snapshot just deleted, whose id the next commit reuses.
+    snapshots.write_hint(EARLIEST, min(target.id, *snapshots.list_ids()))
     logger.info("rolled back from snapshot %s to %s", latest, target.id)
     return target

@@ -1,8 +1,8 @@
 """Snapshot files and the EARLIEST/LATEST hints.
 
 Hints are only hints: ``LATEST`` is trusted when no snapshot follows it, and
-``EARLIEST`` when its snapshot still exists; otherwise the directory is listed,
-as Paimon's readers do. Snapshot files are immutable, so parsed snapshots are
+``EARLIEST`` when its snapshot exists and none precedes it; otherwise the directory
+is listed, as Paimon's readers do. Snapshot files are immutable, so parsed snapshots are
 cached for the life of the manager.
 """
 
@@ -57,7 +57,7 @@ class SnapshotManager:
 
     def earliest_id(self) -> int | None:
         hint = self.hint(EARLIEST)
-        if hint is not None and self.exists(hint):
+        if hint is not None and self.exists(hint) and not self.exists(hint - 1):
             return hint
         ids = self.list_ids()
         return ids[0] if ids else None

@@ -1,0 +1,495 @@
+"""Orphan file cleanup: deleting the files in a table's directories that nothing uses.
+
+A file is an orphan when no snapshot, tag or long-lived changelog (of the table or of
+one of its branches) reaches it: the files of a commit that failed, of the snapshots a
+rollback removed, or of an expiration that stopped half-way. A run
+
+1. lists the directories cleanup owns: stray files in ``snapshot/`` (anything but
+   snapshot files and hints, such as the temporary files of atomic writes),
+   ``manifest/``, ``index/``, ``statistics/`` and every bucket directory;
+2. reads every root (snapshots, then tags, then changelogs and branches) and collects
+   the names they reach: manifest lists, the manifests in them, the index manifest,
+   the statistics file, and the data file and extra files of every manifest entry, ADD
+   and DELETE alike (a DELETE entry in the history still names a file a reader of an
+   older snapshot needs). Only names that are also candidates are kept, so memory
+   follows the candidates, not the length of the history;
+3. deletes the candidates older than the threshold that nothing reaches;
+4. removes the bucket and partition directories left empty.
+
+Safety rules:
+
+- The age threshold is the only protection of a commit in flight, whose files exist
+  before its snapshot does: it defaults to one day ago and may not lie in the future.
+  Files whose modification time is not in milliseconds stop the run.
+- Matching is by file name (names carry a UUID), never by full path.
+- Metadata that an existing root references and that is missing or cannot be decoded
+  aborts the run: reading it as "references nothing" would delete the files it names.
+  Metadata of a snapshot expired while the run reads it is skipped.
+- Directories are removed only when empty, one at a time, never recursively, and
+  never the table root. ``schema/``, ``tag/``, ``consumer/``, ``changelog/``,
+  ``branch/``, unknown directories, files in the table root or in partition
+  directories, and subdirectories of buckets are never touched.
+- shoal does not decode index manifests, so while any root names one, the files in
+  ``index/`` all stay.
+
+Each step is a plain function of picklable values (paths, names, ``FileStatus``,
+``Snapshot``) plus the table's ``FileStore`` or ``FileIO``, so a distributed job can
+run the same steps on executors; :func:`remove_orphan_files` composes them on one
+machine.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence, Set
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from shoal.errors import (
+    CorruptMetadataError,
+    FileTimeError,
+    InvalidArgumentError,
+    SnapshotNotFoundError,
+)
+from shoal.io import FileIO, FileStatus, parallel_map
+from shoal.spec.snapshot import Snapshot
+from shoal.table.paths import BUCKET_PREFIX, SNAPSHOT_PREFIX, PathFactory
+from shoal.table.snapshot_manager import EARLIEST, LATEST, SnapshotManager
+from shoal.table.store import FileStore
+from shoal.table.tag_manager import TagManager
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_AGE = timedelta(days=1)
+# Any time at or below this (1970-04-26 in milliseconds) is a time in seconds: 10**10
+# seconds is the year 2286.
+MIN_MILLISECOND_MTIME = 10**10
+DELETE_BATCH = 10_000  # files handed to the I/O pool at once
+CHANGELOG_PREFIX = "changelog-"
+BRANCH_PREFIX = "branch-"
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanFilesResult:
+    """What one orphan cleanup deleted (or, in a dry run, would delete)."""
+
+    deleted_count: int = 0
+    deleted_bytes: int = 0
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DataDirectories:
+    """The bucket directories of a table and the partition directories above them, as
+    listed (with their modification times)."""
+
+    buckets: tuple[FileStatus, ...]
+    partitions: tuple[FileStatus, ...]
+
+    def leaf_partitions(self) -> list[str]:
+        """Partition directories holding neither a bucket nor a deeper partition: they
+        may be empty, so cleanup tries to remove them."""
+        parents = {_parent(d.path) for d in (*self.buckets, *self.partitions)}
+        return [d.path for d in self.partitions if d.path not in parents]
+
+
+def file_name(path: str) -> str:
+    """The last component of a path: what cleanup matches files by."""
+    return path.rsplit("/", 1)[-1]
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0]
+
+
+# --- the threshold ---------------------------------------------------------------------------
+def threshold_millis(older_than: datetime | None, now: datetime | None = None) -> int:
+    """Epoch milliseconds below which a file is old enough to delete (naive datetimes
+    are local time). Raises InvalidArgumentError for a threshold after ``now``."""
+    if older_than is not None and not isinstance(older_than, datetime):
+        raise InvalidArgumentError(f"older_than must be a datetime, not {older_than!r}")
+    now_ms = _epoch_millis(now or datetime.now())
+    if older_than is None:
+        return now_ms - int(DEFAULT_AGE.total_seconds() * 1000)
+    threshold = _epoch_millis(older_than)
+    if threshold > now_ms:
+        raise InvalidArgumentError(
+            f"older_than ({older_than}) lies in the future: the files of commits in flight "
+            "would be deleted. Give a time in the past, such as now minus one day"
+        )
+    return threshold
+
+
+def _epoch_millis(time: datetime) -> int:
+    return int(time.timestamp() * 1000)
+
+
+# --- step 1: candidates ----------------------------------------------------------------------
+def find_data_directories(file_io: FileIO, root: str, partition_depth: int) -> DataDirectories:
+    """The bucket directories ``<k1=v1>/.../bucket-<n>`` under ``root``, descending
+    ``partition_depth`` levels into directories whose name holds ``=``; each level is
+    listed in parallel."""
+    level = [root]
+    partitions: list[FileStatus] = []
+    for _ in range(partition_depth):
+        found = _list_subdirectories(file_io, level, lambda name: "=" in name)
+        partitions.extend(found)
+        level = [d.path for d in found]
+    buckets = _list_subdirectories(file_io, level, _is_bucket_name)
+    return DataDirectories(tuple(buckets), tuple(partitions))
+
+
+def _list_subdirectories(
+    file_io: FileIO, directories: list[str], accept: Callable[[str], bool]
+) -> list[FileStatus]:
+    listed = parallel_map(file_io.list_status, directories)
+    return [s for batch in listed for s in batch if s.is_dir and accept(file_name(s.path))]
+
+
+def _is_bucket_name(name: str) -> bool:
+    suffix = name[len(BUCKET_PREFIX) :]
+    return name.startswith(BUCKET_PREFIX) and suffix.isdigit()
+
+
+def list_candidates(
+    file_io: FileIO, directory: str, *, snapshot_dir: bool = False
+) -> list[FileStatus]:
+    """The files directly in ``directory`` that cleanup may delete: every file (never a
+    subdirectory), and in the snapshot directory every file that is neither a snapshot
+    nor a hint."""
+    return [
+        s
+        for s in file_io.list_status(directory)
+        if not s.is_dir and not (snapshot_dir and _is_snapshot_metadata(file_name(s.path)))
+    ]
+
+
+def _is_snapshot_metadata(name: str) -> bool:
+    if name in (EARLIEST, LATEST):
+        return True
+    return name.startswith(SNAPSHOT_PREFIX) and name[len(SNAPSHOT_PREFIX) :].isdigit()
+
+
+def check_modification_times(files: Iterable[FileStatus]) -> None:
+    """Raise FileTimeError if a file's time looks like seconds (or is missing): the age
+    threshold would then count every file as old."""
+    for status in files:
+        if status.mtime_ms <= MIN_MILLISECOND_MTIME:
+            raise FileTimeError(status.path, status.mtime_ms)
+
+
+# --- step 2: what the roots reach ------------------------------------------------------------
+def table_roots(store: FileStore) -> list[Snapshot]:
+    """Every snapshot, then every tag's snapshot, then every long-lived changelog, of the
+    table and then of each branch (branches share the table's data and manifests).
+
+    Snapshots are read before tags: a tag is only ever created on an existing snapshot,
+    so a tag created meanwhile names a snapshot read already, or is read itself.
+    """
+    roots = _roots_of(store.file_io, store.snapshots, store.paths)
+    for branch in _branch_paths(store):
+        roots.extend(_roots_of(store.file_io, SnapshotManager(store.file_io, branch), branch))
+    return roots
+
+
+def _roots_of(file_io: FileIO, snapshots: SnapshotManager, paths: PathFactory) -> list[Snapshot]:
+    found = parallel_map(_maybe_snapshot(snapshots), snapshots.list_ids())
+    roots = [s for s in found if s is not None]
+    roots.extend(s for _, s in TagManager(file_io, paths).tags())
+    roots.extend(_changelogs(file_io, f"{paths.root}/changelog"))
+    return roots
+
+
+def _maybe_snapshot(snapshots: SnapshotManager) -> Callable[[int], Snapshot | None]:
+    """Read a snapshot by id; None when it expired since the directory was listed."""
+
+    def read(snapshot_id: int) -> Snapshot | None:
+        try:
+            return snapshots.snapshot(snapshot_id)
+        except SnapshotNotFoundError:
+            return None
+
+    return read
+
+
+def _changelogs(file_io: FileIO, directory: str) -> list[Snapshot]:
+    """Long-lived changelogs (written by Paimon when their lifecycle is decoupled): each
+    holds an expired snapshot whose changelog files readers still use."""
+    out = []
+    for status in file_io.list_status(directory):
+        name = file_name(status.path)
+        if status.is_dir or not name.startswith(CHANGELOG_PREFIX):
+            continue
+        if not name[len(CHANGELOG_PREFIX) :].isdigit():
+            continue
+        try:
+            data = file_io.read_bytes(status.path)
+        except FileNotFoundError:
+            continue  # expired meanwhile
+        out.append(Snapshot.from_json(data, status.path))
+    return out
+
+
+def _branch_paths(store: FileStore) -> list[PathFactory]:
+    branch_dir = f"{store.root}/branch"
+    return [
+        PathFactory(s.path)
+        for s in store.file_io.list_status(branch_dir)
+        if s.is_dir and file_name(s.path).startswith(BRANCH_PREFIX)
+    ]
+
+
+def manifest_list_names(roots: Iterable[Snapshot]) -> set[str]:
+    """The base, delta and changelog manifest lists of ``roots``."""
+    out: set[str] = set()
+    for root in roots:
+        out.update((root.base_manifest_list, root.delta_manifest_list))
+        if root.changelog_manifest_list:
+            out.add(root.changelog_manifest_list)
+    return out
+
+
+def root_file_names(roots: Sequence[Snapshot]) -> set[str]:
+    """The metadata files the snapshot JSON of ``roots`` names directly: manifest lists,
+    index manifests and statistics files."""
+    out = manifest_list_names(roots)
+    for root in roots:
+        out.update(n for n in (root.index_manifest, root.statistics) if n)
+    return out
+
+
+def manifests_named_by(store: FileStore, list_names: Iterable[str]) -> set[str]:
+    """Every manifest that the manifest lists ``list_names`` name. A list that a root
+    still references and that cannot be read raises CorruptMetadataError."""
+
+    def read(name: str) -> list[str] | None:
+        return _read_referenced(store, name, lambda n: _manifest_names(store, n))
+
+    return {n for names in _map_reads(store, read, list_names) if names for n in names}
+
+
+def files_named_by(store: FileStore, manifest_names: Iterable[str], keep: Set[str]) -> set[str]:
+    """The data files and extra files that the manifests ``manifest_names`` name, ADD
+    and DELETE entries alike, restricted to ``keep``. A manifest that a root still
+    references and that cannot be read raises CorruptMetadataError."""
+
+    def read(name: str) -> set[str] | None:
+        return _read_referenced(store, name, lambda n: _entry_file_names(store, n, keep))
+
+    return {n for names in _map_reads(store, read, manifest_names) if names for n in names}
+
+
+def used_names(store: FileStore, roots: Sequence[Snapshot], candidates: Set[str]) -> set[str]:
+    """The names in ``candidates`` that some root in ``roots`` reaches."""
+    used = root_file_names(roots) & candidates
+    manifests = manifests_named_by(store, manifest_list_names(roots))
+    used |= manifests & candidates
+    used |= files_named_by(store, manifests, candidates)
+    return used
+
+
+def _manifest_names(store: FileStore, list_name: str) -> list[str]:
+    return [m.file_name for m in store.manifests.read_list(list_name)]
+
+
+def _entry_file_names(store: FileStore, manifest_name: str, keep: Set[str]) -> set[str]:
+    out: set[str] = set()
+    for entry in store.manifests.read_manifest(manifest_name):
+        for name in (entry.file.file_name, *entry.file.extra_files):
+            if name in keep:
+                out.add(name)
+    return out
+
+
+def _read_referenced(store: FileStore, name: str, read: Callable[[str], R]) -> R | None:
+    """``read(name)``; None when it fails because the snapshot referencing the file
+    expired meanwhile. Raises when an existing root still references it."""
+    try:
+        return read(name)
+    except CorruptMetadataError:
+        if _still_referenced(store, name):
+            raise
+        logger.info("%s went with a snapshot that expired during cleanup; skipped", name)
+        return None
+
+
+def _still_referenced(store: FileStore, name: str) -> bool:
+    """Whether a root that exists now references the manifest or manifest list ``name``
+    (read afresh; any read failure here raises)."""
+    roots = table_roots(store)
+    if name in root_file_names(roots):
+        return True
+    return any(name in _manifest_names(store, n) for n in manifest_list_names(roots))
+
+
+def _map_reads(store: FileStore, fn: Callable[[A], R], items: Iterable[A]) -> list[R]:
+    """``fn`` over ``items``, on the I/O pool where the filesystem gains from it."""
+    if store.file_io.concurrent_reads:
+        return parallel_map(fn, items)
+    return [fn(x) for x in items]
+
+
+# --- step 3: choosing ------------------------------------------------------------------------
+def choose_orphans(
+    candidates: Iterable[FileStatus],
+    used: Set[str],
+    threshold_ms: int,
+    *,
+    protected_dirs: Sequence[str] = (),
+) -> list[FileStatus]:
+    """The candidates older than ``threshold_ms`` whose name is not ``used``, outside
+    ``protected_dirs``."""
+    return [
+        c
+        for c in candidates
+        if c.mtime_ms < threshold_ms
+        and file_name(c.path) not in used
+        and _parent(c.path) not in protected_dirs
+    ]
+
+
+def protected_directories(store: FileStore, roots: Iterable[Snapshot]) -> list[str]:
+    """Directories whose files cleanup cannot judge: ``index/`` while a root names an
+    index manifest, whose contents (the index files it uses) shoal does not decode."""
+    if any(root.index_manifest for root in roots):
+        logger.info("a snapshot names an index manifest: the files in index/ are kept")
+        return [f"{store.root}/index"]
+    return []
+
+
+# --- step 4: deleting ------------------------------------------------------------------------
+def delete_files(file_io: FileIO, files: Sequence[FileStatus]) -> list[FileStatus]:
+    """Delete ``files`` on the I/O pool; returns those that were deleted (a file gone
+    already or that cannot be deleted is left, with a warning for the latter)."""
+    done = parallel_map(lambda f: _delete_quietly(file_io, f.path), files)
+    return [f for f, ok in zip(files, done, strict=True) if ok]
+
+
+def _delete_quietly(file_io: FileIO, path: str) -> bool:
+    try:
+        return file_io.delete(path)
+    except OSError as exc:
+        logger.warning("could not delete orphan file %s: %s", path, exc)
+        return False
+
+
+def remove_empty_directories(
+    file_io: FileIO, directories: Iterable[str], removable: Set[str]
+) -> list[str]:
+    """Remove those of ``directories`` that are empty, deepest first, and then each
+    parent left empty, as long as it is in ``removable``; returns what was removed.
+
+    Removal is non-recursive and fails on a directory that is not empty, so a file
+    written meanwhile is never lost with its directory.
+    """
+    pending = {d for d in directories if d in removable}
+    removed: list[str] = []
+    while pending:
+        depth = max(d.count("/") for d in pending)
+        level = sorted(d for d in pending if d.count("/") == depth)
+        pending.difference_update(level)
+        for directory, ok in zip(level, parallel_map(file_io.remove_empty_dir, level), strict=True):
+            if ok:
+                removed.append(directory)
+                if _parent(directory) in removable:
+                    pending.add(_parent(directory))
+    return removed
+
+
+# --- the whole run ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """Candidate files of one run and the data directories they were found in."""
+
+    files: list[FileStatus]
+    data: DataDirectories
+    empty_buckets: list[str]
+
+
+def _list_table(store: FileStore) -> _Listing:
+    """Step 1 for the whole table: every candidate file, listed in parallel."""
+    file_io, root = store.file_io, store.root
+    data = find_data_directories(file_io, root, len(store.schema.partition_keys))
+    directories = [
+        (store.paths.snapshot_dir, True),
+        (store.paths.manifest_dir, False),
+        (f"{root}/index", False),
+        (f"{root}/statistics", False),
+        *((b.path, False) for b in data.buckets),
+    ]
+    listed = parallel_map(lambda d: list_candidates(file_io, d[0], snapshot_dir=d[1]), directories)
+    bucket_listings = listed[len(directories) - len(data.buckets) :]
+    empty = [b.path for b, files in zip(data.buckets, bucket_listings, strict=True) if not files]
+    return _Listing([f for batch in listed for f in batch], data, empty)
+
+
+def remove_orphan_files(
+    store: FileStore,
+    *,
+    older_than: datetime | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> OrphanFilesResult:
+    """Delete the files of the table's directories that no snapshot, tag, changelog or
+    branch reaches and that are older than ``older_than`` (default: ``now`` minus one
+    day), then the bucket and partition directories left empty. ``dry_run`` reports
+    the files and deletes nothing.
+
+    Raises InvalidArgumentError for ``older_than`` after ``now``, FileTimeError when the
+    filesystem's times are not in milliseconds, and CorruptMetadataError when metadata
+    that a root references cannot be read; nothing is deleted then.
+    """
+    threshold = threshold_millis(older_than, now)
+    listing = _list_table(store)
+    check_modification_times(listing.files)
+    candidates = {file_name(f.path) for f in listing.files if f.mtime_ms < threshold}
+    roots = table_roots(store)
+    used = used_names(store, roots, candidates)
+    orphans = choose_orphans(
+        listing.files, used, threshold, protected_dirs=protected_directories(store, roots)
+    )
+    deleted = orphans if dry_run else _delete_in_batches(store.file_io, orphans)
+    removed = [] if dry_run else _remove_empty(store, listing, deleted, threshold)
+    result = OrphanFilesResult(
+        deleted_count=len(deleted),
+        deleted_bytes=sum(f.size for f in deleted),
+        paths=tuple(sorted(f.path for f in deleted)),
+    )
+    logger.info(
+        "orphan cleanup of %s: %s %d files (%d bytes) of %d candidates, removed %d empty "
+        "directories",
+        store.uri,
+        "would delete" if dry_run else "deleted",
+        result.deleted_count,
+        result.deleted_bytes,
+        len(candidates),
+        len(removed),
+    )
+    return result
+
+
+def _delete_in_batches(file_io: FileIO, files: list[FileStatus]) -> list[FileStatus]:
+    """Delete ``files`` a batch at a time, so that the pending deletions stay few."""
+    deleted: list[FileStatus] = []
+    for start in range(0, len(files), DELETE_BATCH):
+        deleted.extend(delete_files(file_io, files[start : start + DELETE_BATCH]))
+    return deleted
+
+
+def _remove_empty(
+    store: FileStore, listing: _Listing, deleted: Sequence[FileStatus], threshold_ms: int
+) -> list[str]:
+    """Remove the bucket directories emptied by this run or found empty, and the leaf
+    partition directories, then their parents, when they were older than the threshold
+    before the run (deleting files makes a directory look new)."""
+    data = listing.data
+    removable = {d.path for d in (*data.buckets, *data.partitions) if d.mtime_ms < threshold_ms}
+    removable.discard(store.root)
+    bucket_paths = {b.path for b in data.buckets}
+    touched = {_parent(f.path) for f in deleted} & bucket_paths
+    tried = touched | set(listing.empty_buckets) | set(data.leaf_partitions())
+    return remove_empty_directories(store.file_io, tried, removable)
