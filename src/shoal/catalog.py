@@ -22,6 +22,7 @@ from shoal.io import file_io_for
 from shoal.maintenance.drop_table import remove_table_directory
 from shoal.spec import types as T
 from shoal.spec.schema import TableSchema
+from shoal.table.event_time import check_event_time_field
 from shoal.table.paths import PathFactory
 from shoal.table.schema_manager import SchemaManager
 from shoal.table.table import Table
@@ -209,6 +210,7 @@ def build_schema(
             [f.with_nullable(False) if f.name in primary_keys else f for f in schema]
         )
     fields = T.fields_from_arrow_schema(schema)
+    check_event_time_field(fields, list(primary_keys), options)
     partition_types = [f.type for f in fields if f.name in partition_keys]
     if any(not isinstance(t, T.AtomicType) for t in partition_types):
         raise SchemaMismatchError("partition columns must be of scalar types")

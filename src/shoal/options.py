@@ -347,8 +347,35 @@ COMPACTION_STRATEGY = _declare(
         "compaction.strategy",
         _parse_str,
         "universal",
-        "The strategy compact() uses when none is given: universal or full.",
-        _one_of("universal", "full"),
+        "The strategy compact() uses when none is given: universal, full or event-time.",
+        _one_of("universal", "full", "event-time"),
+    )
+)
+COMPACTION_EVENT_TIME_FIELD = _declare(
+    Option(
+        "compaction.event-time.field",
+        _parse_str,
+        "",
+        "The event-time column of event-time compaction and freshness: a TIMESTAMP, "
+        "TIMESTAMP_LTZ, DATE or BIGINT (epoch milliseconds) column; empty: none.",
+    )
+)
+COMPACTION_EVENT_TIME_DATA_LATENCY = _declare(
+    Option(
+        "compaction.event-time.data-latency",
+        parse_duration,
+        timedelta(hours=1),
+        "How late data may arrive: event-time compaction compacts what is older than "
+        "now minus this.",
+    )
+)
+COMPACTION_EVENT_TIME_EXACT_SPLIT = _declare(
+    Option(
+        "compaction.event-time.exact-split",
+        _parse_bool,
+        False,
+        "Whether event-time compaction writes the rows at or above the threshold back "
+        "to level 0, so the read-optimized view holds exactly the rows below it.",
     )
 )
 

@@ -69,11 +69,21 @@ def plan(
         unit = strategy.pick(runs, store.max_level)
         if unit is None or not unit.files:
             continue
-        highest = max(run.level for run in runs)
-        # Deletes may go only when no older version of a key can remain below.
-        drop = unit.output_level != 0 and unit.output_level >= highest
-        tasks.append(_Task(partition, bucket, unit, drop))
+        tasks.append(_Task(partition, bucket, unit, _may_drop_deletes(unit, bucket_files)))
     return tasks
+
+
+def _may_drop_deletes(unit: CompactUnit, bucket_files: list[DataFileMeta]) -> bool:
+    """Delete rows may go only into the top level, and only when every file left out
+    of the merge is newer than every merged row: an older file left out could still
+    hold a version of the key that the delete hides."""
+    if unit.output_level == 0:
+        return False
+    picked = {f.file_name for f in unit.files}
+    newest_merged = max(f.max_sequence_number for f in unit.files)
+    return all(
+        f.min_sequence_number > newest_merged for f in bucket_files if f.file_name not in picked
+    )
 
 
 def compact(
@@ -83,17 +93,19 @@ def compact(
     buckets: Collection[BucketKey] | None = None,
     *,
     attempts: int = 3,
+    exclusive: bool = False,
 ) -> CompactResult:
     """Compact the table (or only ``buckets``) with ``strategy``; one COMPACT commit.
 
     When a concurrent commit removed a file this compaction rewrote, the work is
     planned again against the new latest snapshot (safe: nothing was committed, and
     the files written meanwhile are left to orphan cleanup), up to ``attempts``
-    times; then the CommitConflictError propagates.
+    times; then the CommitConflictError propagates. An ``exclusive`` compaction does
+    not commit when another compaction committed after it planned.
     """
     for attempt in range(attempts):
         try:
-            return _compact_once(store, committer, strategy, buckets)
+            return _compact_once(store, committer, strategy, buckets, exclusive)
         except CommitConflictError:
             if attempt + 1 == attempts:
                 raise
@@ -106,6 +118,7 @@ def _compact_once(
     committer: FileStoreCommit,
     strategy: CompactStrategy,
     buckets: Collection[BucketKey] | None,
+    exclusive: bool,
 ) -> CompactResult:
     latest = store.snapshots.latest()
     if latest is None:
@@ -120,7 +133,9 @@ def _compact_once(
         tasks,
         cpu_parallelism(),
     )
-    snapshot = committer.commit(messages, kind="COMPACT", allow_empty=True)
+    snapshot = committer.commit(
+        messages, kind="COMPACT", allow_empty=True, alone_since=latest.id if exclusive else None
+    )
     compacted = sum(len(m.deleted_files) for m in messages)
     written = sum(len(m.new_files) for m in messages)
     logger.info("compacted %d files into %d in %d buckets", compacted, written, len(tasks))

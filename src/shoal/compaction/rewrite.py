@@ -8,8 +8,13 @@ below the output.
 
 from __future__ import annotations
 
-from shoal.compaction.runs import CompactUnit
-from shoal.spec.data_file import FILE_SOURCE_COMPACT
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from shoal.compaction.runs import CompactUnit, EventTimeSplit
+from shoal.spec.data_file import FILE_SOURCE_COMPACT, DataFileMeta
 from shoal.table.levels import run_paths, sorted_runs
 from shoal.table.merge import BucketMerger
 from shoal.table.store import FileStore
@@ -30,13 +35,53 @@ def rewrite(
         keep_system=True,
         drop_deletes=drop_deletes,
     )
-    writer = RollingFileWriter(
-        store,
-        partition,
-        bucket,
-        layout=store.layout,
-        level=unit.output_level,
-        file_source=FILE_SOURCE_COMPACT,
-    )
-    files = write_all(writer, merger.merge(paths))
+
+    def writer(level: int) -> RollingFileWriter:
+        return RollingFileWriter(
+            store,
+            partition,
+            bucket,
+            layout=store.layout,
+            level=level,
+            file_source=FILE_SOURCE_COMPACT,
+        )
+
+    merged = merger.merge(paths)
+    if unit.split is None:
+        files = write_all(writer(unit.output_level), merged)
+    else:
+        files = _write_split(writer(unit.output_level), writer(0), merged, unit.split)
     return CommitMessage(partition, bucket, store.num_buckets, tuple(files), tuple(unit.files))
+
+
+def _write_split(
+    below: RollingFileWriter,
+    above: RollingFileWriter,
+    tables: Iterable[pa.Table],
+    split: EventTimeSplit,
+) -> list[DataFileMeta]:
+    """Rows below the threshold (or without event time) to ``below``, the rest to
+    ``above``."""
+    late: list[pa.Table] = []
+
+    def early_rows() -> Iterator[pa.Table]:
+        for table in tables:
+            is_late = pc.fill_null(
+                pc.greater_equal(event_millis(table.column(split.field)), split.threshold_ms),
+                False,
+            )
+            late.append(table.filter(is_late))
+            yield table.filter(pc.invert(is_late))
+
+    files = write_all(below, early_rows())
+    return files + write_all(above, (t for t in late if t.num_rows))
+
+
+def event_millis(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """An event-time column as epoch milliseconds (int64)."""
+    if pa.types.is_timestamp(column.type):
+        return column.cast(pa.timestamp("ms", column.type.tz), safe=False).cast(pa.int64())
+    if pa.types.is_date(column.type):
+        days = column.cast(pa.date32()).cast(pa.int32()).cast(pa.int64())
+        return pc.multiply(days, 86_400_000)
+    return column.cast(pa.int64())

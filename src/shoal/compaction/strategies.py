@@ -152,4 +152,6 @@ def strategy_for(name: str, options: Options) -> CompactStrategy:
         return FullCompaction()
     if name == "universal":
         return universal_for(options)
-    raise InvalidOptionError("compaction.strategy", name, "expected 'full' or 'universal'")
+    raise InvalidOptionError(
+        "compaction.strategy", name, "expected 'full', 'universal' or 'event-time'"
+    )

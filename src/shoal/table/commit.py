@@ -62,8 +62,13 @@ class FileStoreCommit:
         watermark: int | None = None,
         allow_empty: bool = False,
         check_sequences: bool = False,
+        alone_since: int | None = None,
     ) -> Snapshot | None:
         """Publish one snapshot holding ``messages``; None when there was nothing to commit.
+
+        ``alone_since``: a compaction planned on that snapshot, which must not commit
+        if another compaction committed after it (event-time compactions run one at a
+        time per table; writers are never held up).
 
         Raises:
             CommitConflictError: a file to delete is gone, or every retry lost its race.
@@ -87,6 +92,8 @@ class FileStoreCommit:
             self._check_deletes(latest, [e for e in changes if e.kind == M.KIND_DELETE])
             if check_sequences:
                 self._check_sequences(latest, [e for e in changes if e.kind == M.KIND_ADD])
+            if alone_since is not None:
+                self._check_no_compaction_since(alone_since, latest)
             result = self._try_once(
                 latest,
                 entries,
@@ -132,6 +139,16 @@ class FileStoreCommit:
                 raise CommitConflictError(
                     f"file {entry.file.file_name} was removed by a concurrent commit; "
                     "re-plan the operation against the latest snapshot"
+                )
+
+    def _check_no_compaction_since(self, base: int, latest: Snapshot | None) -> None:
+        if latest is None:
+            return
+        for snapshot_id in range(base + 1, latest.id + 1):
+            if self.store.snapshots.snapshot(snapshot_id).commit_kind == "COMPACT":
+                raise CommitConflictError(
+                    f"another compaction committed snapshot {snapshot_id} while this one "
+                    "ran; this compaction is dropped, run it again to pick up what is left"
                 )
 
     def _check_sequences(self, latest: Snapshot | None, adds: list[ManifestEntry]) -> None:

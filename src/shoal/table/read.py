@@ -17,6 +17,7 @@ import pyarrow.dataset as ds
 from shoal.errors import CorruptDataFileError
 from shoal.io import FileIO
 from shoal.table import predicate as P
+from shoal.table.kv import INSERT, UPDATE_AFTER, VALUE_KIND
 from shoal.table.levels import run_paths, sorted_runs
 from shoal.table.merge import BucketMerger
 from shoal.table.scan import DataSplit
@@ -32,21 +33,37 @@ def _dataset(file_io: FileIO, splits: Sequence[DataSplit], schema: pa.Schema) ->
     return ds.dataset(paths, schema=schema, format=_FORMAT, filesystem=file_io.fs)
 
 
+def _row_filter(
+    schema: pa.Schema, dnf: P.Dnf | None, key_value: bool
+) -> tuple[pa.Schema, ds.Expression | None]:
+    """The dataset schema and row filter of a read. Key-value files (a primary-key
+    table read without merging) may hold delete rows, which are not rows of the view."""
+    expression = P.to_expression(dnf) if dnf is not None else None
+    if not key_value:
+        return schema, expression
+    live = ds.field(VALUE_KIND).isin([INSERT, UPDATE_AFTER])
+    schema = schema.append(pa.field(VALUE_KIND, pa.int8()))
+    return schema, live if expression is None else expression & live
+
+
 def read_table(
     file_io: FileIO,
     splits: Sequence[DataSplit],
     schema: pa.Schema,
     columns: Sequence[str] | None,
     dnf: P.Dnf | None,
+    *,
+    key_value: bool = False,
 ) -> pa.Table:
-    """Every matching row of ``splits`` as one table with ``columns`` of ``schema``."""
+    """Every matching row of ``splits`` as one table with ``columns`` of ``schema``
+    (``key_value``: the files are a primary-key table's, read without merging)."""
     projected = _project(schema, columns)
     if not splits:
         return projected.empty_table()
+    dataset_schema, row_filter = _row_filter(schema, dnf, key_value)
     with _data_errors():
-        table = _dataset(file_io, splits, schema).to_table(
-            columns=list(projected.names),
-            filter=P.to_expression(dnf) if dnf is not None else None,
+        table = _dataset(file_io, splits, dataset_schema).to_table(
+            columns=list(projected.names), filter=row_filter
         )
     return _exact(table, projected)
 
@@ -59,16 +76,16 @@ def read_batches(
     dnf: P.Dnf | None,
     *,
     batch_size: int = 131_072,
+    key_value: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Matching rows as a stream of batches; memory stays bounded by Arrow's read-ahead."""
     projected = _project(schema, columns)
     if not splits:
         return
+    dataset_schema, row_filter = _row_filter(schema, dnf, key_value)
     with _data_errors():
-        scanner = _dataset(file_io, splits, schema).scanner(
-            columns=list(projected.names),
-            filter=P.to_expression(dnf) if dnf is not None else None,
-            batch_size=batch_size,
+        scanner = _dataset(file_io, splits, dataset_schema).scanner(
+            columns=list(projected.names), filter=row_filter, batch_size=batch_size
         )
         for batch in scanner.to_batches():
             if batch.num_rows:

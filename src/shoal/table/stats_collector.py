@@ -42,9 +42,19 @@ class StatsCollector:
     ``fields`` name the columns as the file names them (``_KEY_id`` for key stats).
     """
 
-    def __init__(self, fields: Sequence[T.DataField], mode: str) -> None:
+    def __init__(
+        self, fields: Sequence[T.DataField], mode: str, *, always: Sequence[str] = ()
+    ) -> None:
         self.fields = list(fields)
         self.mode, self.truncate_to = parse_stats_mode(mode)
+        # Columns whose bounds are kept whatever the mode (the event-time column): with
+        # a mode that keeps no bounds, the file's statistics hold these columns only,
+        # named in _VALUE_STATS_COLS.
+        self._only: tuple[str, ...] | None = None
+        if always and self.mode in ("none", "counts"):
+            self.fields = [f for f in self.fields if f.name in always]
+            self.mode, self.truncate_to = "full", None
+            self._only = tuple(f.name for f in self.fields)
         n = len(self.fields)
         self._mins: list[Any] = [None] * n
         self._maxs: list[Any] = [None] * n
@@ -99,7 +109,7 @@ class StatsCollector:
                     mins[i] = _truncate_low(mins[i], self.truncate_to)
                     maxs[i] = _truncate_high(maxs[i], self.truncate_to)
         types = [f.type for f in self.fields]
-        return SimpleStats.of(mins, maxs, self._nulls, types), None
+        return SimpleStats.of(mins, maxs, self._nulls, types), self._only
 
     def _read_footer(self, footer: pq.FileMetaData) -> None:
         leaves = {footer.schema.column(c).path: c for c in range(footer.num_columns)}

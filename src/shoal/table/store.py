@@ -97,6 +97,12 @@ class FileStore:
     def stats_mode(self) -> str:
         return self.options.get(O.STATS_MODE)
 
+    @cached_property
+    def event_time_columns(self) -> tuple[str, ...]:
+        """The event-time column (``compaction.event-time.field``), if the table has one."""
+        name = self.options.get(O.COMPACTION_EVENT_TIME_FIELD)
+        return (name,) if name else ()
+
     @property
     def is_primary_key(self) -> bool:
         return bool(self.schema.primary_keys)

@@ -92,7 +92,14 @@ class Scan:
     def to_arrow(self) -> pa.Table:
         if self.merging:
             return read_merged(self._store, self.plan(), self.columns, self._dnf)
-        return read_table(self._store.file_io, self.plan(), self.schema, self.columns, self._dnf)
+        return read_table(
+            self._store.file_io,
+            self.plan(),
+            self.schema,
+            self.columns,
+            self._dnf,
+            key_value=self._store.is_primary_key,
+        )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         if self.merging:
@@ -100,7 +107,12 @@ class Scan:
                 yield from table.to_batches()
             return
         yield from read_batches(
-            self._store.file_io, self.plan(), self.schema, self.columns, self._dnf
+            self._store.file_io,
+            self.plan(),
+            self.schema,
+            self.columns,
+            self._dnf,
+            key_value=self._store.is_primary_key,
         )
 
 
@@ -250,15 +262,29 @@ class Table:
         """Compact a primary-key table in one COMPACT commit.
 
         ``strategy``: "full" (every bucket into one sorted run at the top level),
-        "universal" (Paimon's size-ratio and run-count rules), or None for the
-        ``compaction.strategy`` option. Readers see the same rows before and after.
+        "universal" (Paimon's size-ratio and run-count rules), "event-time" (only the
+        files whose event time starts at or below ``event_time_threshold``, a datetime
+        (naive: UTC) or epoch milliseconds; default now minus
+        ``compaction.event-time.data-latency``), or None for the ``compaction.strategy``
+        option. The real-time view is the same before and after.
         """
         self._require_primary_key("compact")
         from shoal.compaction.compact import compact
+        from shoal.compaction.event_time import event_time_compaction
         from shoal.compaction.strategies import strategy_for
 
         name = strategy or self._store.options.get(O.COMPACTION_STRATEGY)
-        result = compact(self._store, self._committer, strategy_for(name, self._store.options))
+        if name == "event-time":
+            # One event-time compaction at a time: a later one that finds another
+            # compaction committed meanwhile aborts with CommitConflictError.
+            chosen = event_time_compaction(self._store, event_time_threshold)
+            result = compact(self._store, self._committer, chosen, attempts=1, exclusive=True)
+        else:
+            if event_time_threshold is not None:
+                raise InvalidArgumentError(
+                    f"event_time_threshold applies to the event-time strategy, not {name!r}"
+                )
+            result = compact(self._store, self._committer, strategy_for(name, self._store.options))
         if result.snapshot is not None:
             self._after_commit()
         return result

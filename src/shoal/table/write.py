@@ -128,7 +128,9 @@ class RollingFileWriter:
         self._writer = pq.ParquetWriter(
             self._sink, self._schema, compression=store.file_compression
         )
-        self._stats = StatsCollector(store.schema.fields, store.stats_mode)
+        self._stats = StatsCollector(
+            store.schema.fields, store.stats_mode, always=store.event_time_columns
+        )
         if self.layout is not None:
             key_fields = [
                 T.DataField(i, name, t)
