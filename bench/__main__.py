@@ -1,5 +1,5 @@
-"""``python -m bench``: the small-appends and primary-key benchmarks; ``--quick`` for a
-short run, ``--workload`` for one of them."""
+"""``python -m bench``: the small-appends, primary-key and cleanup (snapshot expiration,
+orphan files) benchmarks; ``--quick`` for a short run, ``--workload`` for one of them."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import paimon_env
-from bench.procs import pypaimon_cmd, run_json
+from bench import delta_env, paimon_env
+from bench.procs import log, pypaimon_cmd, run_json
 from bench.report import Ratio, machine_info, render
 
 BENCH_DIR = Path(__file__).resolve().parent
-APPENDS, PRIMARY_KEY = "appends", "primary-key"
+APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS = "appends", "primary-key", "expire", "orphans"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,12 +27,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="a short run of everything (under 2 minutes): 40 appends, 5 upserts of "
+        help="a short run of everything (under 3 minutes): 40 appends, 5 upserts of "
         "20,000 rows, 3 repeats",
     )
     p.add_argument(
         "--workload",
-        choices=["all", APPENDS, PRIMARY_KEY],
+        choices=["all", APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS],
         default="all",
         help="run only this workload (default all; the report then holds only it)",
     )
@@ -43,6 +43,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pk-rows", type=int, help="rows per upsert (default 50,000, quick 20,000)")
     p.add_argument(
         "--pk-repeats", type=int, default=3, help="primary-key read/compaction repeats (3)"
+    )
+    p.add_argument(
+        "--cleanup-commits",
+        type=int,
+        default=200,
+        help="commits of the expiration and orphan-file table (200)",
+    )
+    p.add_argument("--strays", type=int, default=5000, help="stray files for orphan cleanup")
+    p.add_argument("--cleanup-repeats", type=int, help="cleanup repeats (default 5, quick 3)")
+    p.add_argument("--no-deltalake", action="store_true", help="leave deltalake out")
+    p.add_argument(
+        "--cleanup-dir",
+        type=Path,
+        help="where the cleanup workloads' tables go (default: a temp dir on the tmpfs "
+        "/dev/shm when there is one, else under the work directory)",
     )
     p.add_argument("--seed", type=int, default=20261101)
     p.add_argument("--workdir", type=Path, help="where tables go (default: a temp dir)")
@@ -66,6 +81,12 @@ def _parser() -> argparse.ArgumentParser:
         help="instead: cProfile shoal's real-time read and full compaction of the "
         "primary-key workload (sized by --pk-batches/--pk-rows) and print the top costs",
     )
+    p.add_argument(
+        "--profile-cleanup",
+        action="store_true",
+        help="instead: cProfile shoal's snapshot expiration and orphan file removal on "
+        "the cleanup table (sized by --cleanup-commits and --strays) and print the top costs",
+    )
     return p
 
 
@@ -73,6 +94,16 @@ def _ratios_json(ratios: list[Ratio]) -> list[dict[str, Any]]:
     return [
         {"label": r.label, "value": r.value, "target": r.target, "note": r.note} for r in ratios
     ]
+
+
+def _tmpfs_dir() -> Path | None:
+    """A fresh directory on /dev/shm, or None. The cleanup workloads copy their tables
+    (thousands of small files) before every measurement; on a disk that creates files
+    slowly, the copies would take longer than everything measured."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        return None
+    return Path(tempfile.mkdtemp(prefix="shoal-bench-cleanup-", dir=shm))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,12 +120,23 @@ def main(argv: list[str] | None = None) -> int:
 
         print(profile_primary_key(pk_batches, pk_rows, args.seed))
         return 0
+    if args.profile_cleanup:
+        from bench.cleanup_profile import profile_cleanup
+
+        print(profile_cleanup(args.cleanup_commits, args.rows, args.strays, args.seed))
+        return 0
     if args.rows <= 0 or args.rows % 4:
         raise SystemExit("--rows must be a positive multiple of 4 (one quarter per partition)")
-    workloads = [APPENDS, PRIMARY_KEY] if args.workload == "all" else [args.workload]
+    everything = [APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS]
+    workloads = everything if args.workload == "all" else [args.workload]
     python = None if args.no_pypaimon else paimon_env.ensure_pypaimon()
+    cleanup = EXPIRE in workloads or ORPHANS in workloads
+    if cleanup and args.cleanup_commits <= 20:
+        raise SystemExit("--cleanup-commits must be more than 20 (some of them overwrite)")
+    delta_python = delta_env.ensure_deltalake() if cleanup and not args.no_deltalake else None
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="shoal-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    cleanup_dir = (args.cleanup_dir or _tmpfs_dir() or workdir / "cleanup") if cleanup else None
     started = time.perf_counter()
     load_before = os.getloadavg()[0]
     sections: list[list[str]] = []
@@ -117,11 +159,41 @@ def main(argv: list[str] | None = None) -> int:
             pk = run_pk(PkConfig(pk_batches, pk_rows, args.pk_repeats, args.seed, workdir, python))
             sections.append(render_primary_key(pk))
             dump[PRIMARY_KEY] = {**asdict(pk), "ratios": _ratios_json(pk.ratios)}
+        if cleanup_dir is not None:
+            from bench.cleanup import CleanupConfig, run_expire, run_orphans
+            from bench.cleanup_report import render_expire, render_orphans
+
+            config = CleanupConfig(
+                commits=args.cleanup_commits,
+                rows=args.rows,
+                repeats=args.cleanup_repeats or (3 if args.quick else 5),
+                retain=10,
+                strays=args.strays,
+                seed=args.seed,
+                workdir=cleanup_dir,
+                deltalake_python=delta_python,
+            )
+            for name, run_cleanup, render_cleanup in (
+                (EXPIRE, run_expire, render_expire),
+                (ORPHANS, run_orphans, render_orphans),
+            ):
+                if name in workloads:
+                    done = run_cleanup(config)
+                    sections.append(render_cleanup(done))
+                    dump[name] = {**asdict(done), "ratios": _ratios_json(done.ratios)}
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
+            if cleanup_dir is not None and args.cleanup_dir is None:
+                shutil.rmtree(cleanup_dir, ignore_errors=True)
+        elif cleanup_dir is not None:
+            log(f"the cleanup tables are kept in {cleanup_dir}")
     versions = run_json(pypaimon_cmd(python, "version")) if python else None
     machine = machine_info(versions)
+    if delta_python is not None:
+        delta_versions = run_json(delta_env.delta_cmd(delta_python, "version"))
+        machine["deltalake"] = delta_versions["deltalake"]
+        machine["pyarrow (deltalake venv)"] = delta_versions["pyarrow"]
     notes = [
         f"benchmark wall time {time.perf_counter() - started:.0f} s; 1-minute load average "
         f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after (other work on the "

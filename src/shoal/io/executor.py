@@ -48,6 +48,15 @@ def parallel_map(fn: Callable[[A], R], items: Iterable[A]) -> list[R]:
     return [f.result() for f in futures]
 
 
+def io_map(fn: Callable[[A], R], items: Iterable[A], *, concurrent: bool) -> list[R]:
+    """``parallel_map`` where the filesystem gains from concurrent calls (remote
+    stores), a plain loop where it does not (a local disk, where a pool round trip
+    costs more than an unlink or a small read)."""
+    if concurrent:
+        return parallel_map(fn, items)
+    return [fn(x) for x in items]
+
+
 def cpu_parallelism() -> int:
     """How many CPU-heavy tasks (merging, encoding) to run at once.
 

@@ -45,7 +45,7 @@ from shoal.errors import (
     InvalidArgumentError,
     SnapshotNotFoundError,
 )
-from shoal.io import parallel_map
+from shoal.io import io_map
 from shoal.maintenance.auto_tags import expire_tags
 from shoal.spec import manifest as M
 from shoal.spec.manifest import ManifestEntry
@@ -209,7 +209,8 @@ class _Plan:
 def _expire_until(
     store: FileStore, earliest: int, end: int, latest: int, clean_empty_directories: bool
 ) -> ExpireResult:
-    found = parallel_map(lambda i: _maybe_snapshot(store, i), range(earliest, end + 1))
+    reads = store.file_io.concurrent_reads
+    found = io_map(lambda i: _maybe_snapshot(store, i), range(earliest, end + 1), concurrent=reads)
     by_id = {s.id: s for s in found if s is not None}
     if end not in by_id:
         logger.info("snapshot %d is gone (expired concurrently?); nothing to do", end)
@@ -271,7 +272,8 @@ def _plan(expiring: _Range) -> _Plan:
 # --- data files ----------------------------------------------------------------------------------
 def _plan_data_files(expiring: _Range, plan: _Plan) -> None:
     store, begin, end, latest = expiring.store, expiring.begin, expiring.end, expiring.latest
-    deltas = parallel_map(lambda s: _delta_entries(store, s), range(begin + 1, end + 1))
+    reads = store.file_io.concurrent_reads
+    deltas = io_map(lambda s: _delta_entries(store, s), range(begin + 1, end + 1), concurrent=reads)
     # path -> the entry whose DELETE makes it a candidate, and every snapshot that
     # deleted it inside the range (each must pass the tag check).
     pending: dict[str, ManifestEntry] = {}
@@ -289,7 +291,8 @@ def _plan_data_files(expiring: _Range, plan: _Plan) -> None:
     if not pending:
         return
     # Re-added by a retained snapshot: still in use.
-    for entries in parallel_map(lambda s: _delta_entries(store, s), range(end + 1, latest + 1)):
+    retained = range(end + 1, latest + 1)
+    for entries in io_map(lambda s: _delta_entries(store, s), retained, concurrent=reads):
         if entries is None:
             logger.warning("a retained snapshot's delta cannot be read; deleting no data files")
             return
@@ -415,7 +418,8 @@ def _manifest_names(
 # --- deleting ------------------------------------------------------------------------------------
 def _delete_all(store: FileStore, paths: list[str]) -> int:
     """Delete ``paths`` on the I/O pool; returns how many were there to delete."""
-    return sum(parallel_map(store.file_io.delete, paths))
+    file_io = store.file_io
+    return sum(io_map(file_io.delete, paths, concurrent=file_io.concurrent_deletes))
 
 
 def _remove_empty_directories(store: FileStore, bucket_dirs: set[str]) -> None:

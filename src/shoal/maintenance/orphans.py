@@ -52,7 +52,7 @@ from shoal.errors import (
     InvalidArgumentError,
     SnapshotNotFoundError,
 )
-from shoal.io import FileIO, FileStatus, parallel_map
+from shoal.io import FileIO, FileStatus, io_map, parallel_map
 from shoal.spec.snapshot import Snapshot
 from shoal.table.paths import BUCKET_PREFIX, SNAPSHOT_PREFIX, PathFactory
 from shoal.table.snapshot_manager import EARLIEST, LATEST, SnapshotManager
@@ -293,16 +293,11 @@ def used_names(store: FileStore, roots: Sequence[Snapshot], candidates: Set[str]
 
 
 def _manifest_names(store: FileStore, list_name: str) -> list[str]:
-    return [m.file_name for m in store.manifests.read_list(list_name)]
+    return store.manifests.list_file_names(list_name)
 
 
 def _entry_file_names(store: FileStore, manifest_name: str, keep: Set[str]) -> set[str]:
-    out: set[str] = set()
-    for entry in store.manifests.read_manifest(manifest_name):
-        for name in (entry.file.file_name, *entry.file.extra_files):
-            if name in keep:
-                out.add(name)
-    return out
+    return {n for n in store.manifests.manifest_file_names(manifest_name) if n in keep}
 
 
 def _read_referenced(store: FileStore, name: str, read: Callable[[str], R]) -> R | None:
@@ -328,9 +323,7 @@ def _still_referenced(store: FileStore, name: str) -> bool:
 
 def _map_reads(store: FileStore, fn: Callable[[A], R], items: Iterable[A]) -> list[R]:
     """``fn`` over ``items``, on the I/O pool where the filesystem gains from it."""
-    if store.file_io.concurrent_reads:
-        return parallel_map(fn, items)
-    return [fn(x) for x in items]
+    return io_map(fn, items, concurrent=store.file_io.concurrent_reads)
 
 
 # --- step 3: choosing ------------------------------------------------------------------------
@@ -365,7 +358,9 @@ def protected_directories(store: FileStore, roots: Iterable[Snapshot]) -> list[s
 def delete_files(file_io: FileIO, files: Sequence[FileStatus]) -> list[FileStatus]:
     """Delete ``files`` on the I/O pool; returns those that were deleted (a file gone
     already or that cannot be deleted is left, with a warning for the latter)."""
-    done = parallel_map(lambda f: _delete_quietly(file_io, f.path), files)
+    done = io_map(
+        lambda f: _delete_quietly(file_io, f.path), files, concurrent=file_io.concurrent_deletes
+    )
     return [f for f, ok in zip(files, done, strict=True) if ok]
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 
 from shoal.errors import TagAlreadyExistsError, TagNotFoundError
-from shoal.io import parallel_map
+from shoal.io import io_map
 from shoal.spec.snapshot import Snapshot
 from shoal.spec.tag import Tag, validate_tag_name
 from shoal.table.paths import data_file_path
@@ -50,8 +50,9 @@ def delete_tag(store: FileStore, name: str) -> Tag:
     if not store.file_io.delete(store.paths.tag_path(name)):
         raise TagNotFoundError(name)  # removed concurrently
     data_files, metadata_files = doomed
-    parallel_map(store.file_io.delete, data_files)
-    parallel_map(store.file_io.delete, metadata_files)
+    file_io = store.file_io
+    io_map(file_io.delete, data_files, concurrent=file_io.concurrent_deletes)
+    io_map(file_io.delete, metadata_files, concurrent=file_io.concurrent_deletes)
     if sole_holder:
         logger.info(
             "tag %s of expired snapshot %d: deleted %d data files and %d metadata files",

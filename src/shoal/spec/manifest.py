@@ -197,6 +197,21 @@ def decode_manifest_list(data: bytes) -> list[ManifestFileMeta]:
     return [ManifestFileMeta.from_avro(r) for r in _read_records(data)]
 
 
+def manifest_list_file_names(data: bytes) -> list[str]:
+    """The manifest names a manifest list holds (no other field is built)."""
+    return [r["_FILE_NAME"] for r in _read_records(data)]
+
+
+def manifest_file_names(data: bytes) -> list[str]:
+    """The data file names and extra file names a manifest's entries name."""
+    out: list[str] = []
+    for record in _read_records(data):
+        file = record["_FILE"]
+        out.append(file["_FILE_NAME"])
+        out.extend(file.get("_EXTRA_FILES") or ())
+    return out
+
+
 def _read_records(data: bytes) -> list[dict[str, Any]]:
     try:
         return list(fastavro.reader(io.BytesIO(data)))  # type: ignore[arg-type]

@@ -105,6 +105,28 @@ class ManifestStore:
         self._entries.put(name, entries)
         return entries
 
+    def list_file_names(self, name: str) -> list[str]:
+        """The manifests a manifest list names (decoding only the names when the list
+        is not cached)."""
+        cached = self._lists.get(name)
+        if cached is not None:
+            return [m.file_name for m in cached]
+        return self._decode_names(name, M.manifest_list_file_names)
+
+    def manifest_file_names(self, name: str) -> list[str]:
+        """The data and extra files a manifest's entries name, ADD and DELETE alike."""
+        cached = self._entries.get(name)
+        if cached is not None:
+            return [n for e in cached for n in (e.file.file_name, *e.file.extra_files)]
+        return self._decode_names(name, M.manifest_file_names)
+
+    def _decode_names(self, name: str, decode: Callable[[bytes], list[str]]) -> list[str]:
+        data = self._read(name)
+        try:
+            return decode(data)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptMetadataError(self.paths.manifest_path(name), str(exc)) from None
+
     def read_manifests(self, metas: Sequence[ManifestFileMeta]) -> list[list[ManifestEntry]]:
         """Entries of several manifests, in the order given (read in parallel where the
         filesystem gains from it)."""
