@@ -20,6 +20,7 @@ from bench.report import Ratio, machine_info, render
 
 BENCH_DIR = Path(__file__).resolve().parent
 APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS = "appends", "primary-key", "expire", "orphans"
+EVENT_TIME = "event-time"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -32,11 +33,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--workload",
-        choices=["all", APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS],
+        choices=["all", APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME],
         default="all",
         help="run only this workload (default all; the report then holds only it)",
     )
     p.add_argument("--appends", type=int, help="number of appends (default 200, quick 40)")
+    p.add_argument(
+        "--et-rows",
+        type=int,
+        help="rows of the event-time compaction table (default 1,000,000, quick 200,000)",
+    )
     p.add_argument("--rows", type=int, default=1000, help="rows per append (multiple of 4)")
     p.add_argument("--repeats", type=int, help="append workload plan/read repeats (5, quick 3)")
     p.add_argument("--pk-batches", type=int, help="number of upserts (default 20, quick 5)")
@@ -127,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.rows <= 0 or args.rows % 4:
         raise SystemExit("--rows must be a positive multiple of 4 (one quarter per partition)")
-    everything = [APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS]
+    everything = [APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME]
     workloads = everything if args.workload == "all" else [args.workload]
     python = None if args.no_pypaimon else paimon_env.ensure_pypaimon()
     cleanup = EXPIRE in workloads or ORPHANS in workloads
@@ -181,6 +187,18 @@ def main(argv: list[str] | None = None) -> int:
                     done = run_cleanup(config)
                     sections.append(render_cleanup(done))
                     dump[name] = {**asdict(done), "ratios": _ratios_json(done.ratios)}
+        if EVENT_TIME in workloads:
+            from bench import event_time
+
+            et_config = event_time.EventTimeConfig(
+                rows=args.et_rows or (200_000 if args.quick else 1_000_000),
+                commits=20 if args.quick else 40,
+                repeats=2 if args.quick else 3,
+                seed=args.seed,
+            )
+            et_done = event_time.run(et_config, workdir)
+            sections.append(event_time.render(et_done))
+            dump[EVENT_TIME] = {"threshold_ms": et_done["threshold_ms"], "runs": et_done["runs"]}
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
