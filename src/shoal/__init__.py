@@ -9,6 +9,7 @@ table.to_arrow(snapshot_id=1)
 
 from shoal.catalog import Catalog
 from shoal.compaction.compact import CompactResult
+from shoal.compaction.freshness import Freshness
 from shoal.errors import (
     CommitConflictError,
     CorruptDataFileError,
@@ -54,6 +55,7 @@ __all__ = [
     "DatabaseNotFoundError",
     "ExpireResult",
     "FileTimeError",
+    "Freshness",
     "InvalidArgumentError",
     "InvalidFilterError",
     "InvalidOptionError",

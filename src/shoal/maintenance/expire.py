@@ -31,13 +31,20 @@ deletion of the run. What is left behind then is unreferenced, for orphan cleanu
 nothing still referenced is ever deleted. The order (data files, manifests,
 snapshot files, hint) means a crash at any point leaves every retained snapshot and
 tag readable, and running expiration again finishes the job.
+
+The deletes of data files, manifests and manifest lists go through a
+:data:`BulkDelete` (by default :func:`delete_paths` on the I/O pool), so that a
+distributed job can run them elsewhere; each batch finishes before the next starts,
+which keeps the order.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
 from shoal import options as O
 from shoal.errors import (
@@ -45,7 +52,7 @@ from shoal.errors import (
     InvalidArgumentError,
     SnapshotNotFoundError,
 )
-from shoal.io import io_map
+from shoal.io import FileIO, io_map
 from shoal.maintenance.auto_tags import expire_tags
 from shoal.spec import manifest as M
 from shoal.spec.manifest import ManifestEntry
@@ -60,6 +67,10 @@ logger = logging.getLogger(__name__)
 
 # Metadata that cannot be read: missing, corrupt, or an I/O failure.
 _UNREADABLE = (CorruptMetadataError, OSError)
+
+BulkDelete = Callable[[Sequence[str]], int]
+"""Deletes the files at the given paths and returns how many were there to delete;
+it returns only when every delete is done."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +148,11 @@ def expire_snapshots(
     older_than: datetime | None = None,
     max_deletes: int | None = None,
     now: datetime | None = None,
+    delete: BulkDelete | None = None,
 ) -> ExpireResult:
     """Expire tags whose retention has passed, then snapshots (arguments left as None
-    come from the table options)."""
+    come from the table options). ``delete`` deletes the data files and manifests
+    (default: :func:`delete_paths` here)."""
     config = ExpireConfig.of(
         store,
         retain_min=retain_min,
@@ -149,10 +162,12 @@ def expire_snapshots(
         now=now,
     )
     expire_tags(store, now)
-    return run_expiration(store, config)
+    return run_expiration(store, config, delete=delete)
 
 
-def run_expiration(store: FileStore, config: ExpireConfig) -> ExpireResult:
+def run_expiration(
+    store: FileStore, config: ExpireConfig, *, delete: BulkDelete | None = None
+) -> ExpireResult:
     """Expire the snapshots ``config`` lets go (see the module docstring)."""
     snapshots = store.snapshots
     latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
@@ -163,7 +178,10 @@ def run_expiration(store: FileStore, config: ExpireConfig) -> ExpireResult:
         if snapshots.hint(EARLIEST) is None:
             snapshots.write_hint(EARLIEST, earliest)
         return ExpireResult()
-    return _expire_until(store, earliest, end, latest, config.clean_empty_directories)
+    delete = delete or partial(delete_paths, store.file_io)
+    return _expire_until(
+        store, earliest, end, latest, config.clean_empty_directories, delete=delete
+    )
 
 
 def _choose_end(store: FileStore, config: ExpireConfig, earliest: int, latest: int) -> int:
@@ -207,7 +225,13 @@ class _Plan:
 
 
 def _expire_until(
-    store: FileStore, earliest: int, end: int, latest: int, clean_empty_directories: bool
+    store: FileStore,
+    earliest: int,
+    end: int,
+    latest: int,
+    clean_empty_directories: bool,
+    *,
+    delete: BulkDelete,
 ) -> ExpireResult:
     reads = store.file_io.concurrent_reads
     found = io_map(lambda i: _maybe_snapshot(store, i), range(earliest, end + 1), concurrent=reads)
@@ -239,13 +263,13 @@ def _expire_until(
         raise InvalidArgumentError(
             "tags kept changing while expiration planned; run it again when tag creation is quieter"
         )
-    deleted_data = _delete_all(store, plan.data_files)
+    deleted_data = _delete_some(delete, plan.data_files)
     if clean_empty_directories:
         _remove_empty_directories(store, plan.touched_buckets)
     # Manifests before the lists that name them, in two steps: a run stopped in
     # between can still find every manifest when it runs again.
-    deleted_manifests = _delete_all(store, plan.manifests)
-    deleted_manifests += _delete_all(store, plan.manifest_lists)
+    deleted_manifests = _delete_some(delete, plan.manifests)
+    deleted_manifests += _delete_some(delete, plan.manifest_lists)
     for snapshot_id in sorted(leftovers) + list(range(begin, end)):
         store.file_io.delete(store.paths.snapshot_path(snapshot_id))
         store.snapshots.forget(snapshot_id)
@@ -416,10 +440,13 @@ def _manifest_names(
 
 
 # --- deleting ------------------------------------------------------------------------------------
-def _delete_all(store: FileStore, paths: list[str]) -> int:
+def delete_paths(file_io: FileIO, paths: Sequence[str]) -> int:
     """Delete ``paths`` on the I/O pool; returns how many were there to delete."""
-    file_io = store.file_io
     return sum(io_map(file_io.delete, paths, concurrent=file_io.concurrent_deletes))
+
+
+def _delete_some(delete: BulkDelete, paths: list[str]) -> int:
+    return delete(paths) if paths else 0
 
 
 def _remove_empty_directories(store: FileStore, bucket_dirs: set[str]) -> None:

@@ -272,10 +272,12 @@ def manifests_named_by(store: FileStore, list_names: Iterable[str]) -> set[str]:
     return {n for names in _map_reads(store, read, list_names) if names for n in names}
 
 
-def files_named_by(store: FileStore, manifest_names: Iterable[str], keep: Set[str]) -> set[str]:
+def files_named_by(
+    store: FileStore, manifest_names: Iterable[str], keep: Set[str] | None
+) -> set[str]:
     """The data files and extra files that the manifests ``manifest_names`` name, ADD
-    and DELETE entries alike, restricted to ``keep``. A manifest that a root still
-    references and that cannot be read raises CorruptMetadataError."""
+    and DELETE entries alike, restricted to ``keep`` (None: every name). A manifest
+    that a root still references and that cannot be read raises CorruptMetadataError."""
 
     def read(name: str) -> set[str] | None:
         return _read_referenced(store, name, lambda n: _entry_file_names(store, n, keep))
@@ -296,8 +298,9 @@ def _manifest_names(store: FileStore, list_name: str) -> list[str]:
     return store.manifests.list_file_names(list_name)
 
 
-def _entry_file_names(store: FileStore, manifest_name: str, keep: Set[str]) -> set[str]:
-    return {n for n in store.manifests.manifest_file_names(manifest_name) if n in keep}
+def _entry_file_names(store: FileStore, manifest_name: str, keep: Set[str] | None) -> set[str]:
+    names = store.manifests.manifest_file_names(manifest_name)
+    return set(names) if keep is None else {n for n in names if n in keep}
 
 
 def _read_referenced(store: FileStore, name: str, read: Callable[[str], R]) -> R | None:
@@ -405,17 +408,25 @@ class _Listing:
     empty_buckets: list[str]
 
 
-def _list_table(store: FileStore) -> _Listing:
-    """Step 1 for the whole table: every candidate file, listed in parallel."""
-    file_io, root = store.file_io, store.root
-    data = find_data_directories(file_io, root, len(store.schema.partition_keys))
-    directories = [
+def candidate_directories(store: FileStore, data: DataDirectories) -> list[tuple[str, bool]]:
+    """The directories whose files are candidates, each with whether it is the
+    snapshot directory (see :func:`list_candidates`); the bucket directories last, in
+    the order of ``data.buckets``."""
+    root = store.root
+    return [
         (store.paths.snapshot_dir, True),
         (store.paths.manifest_dir, False),
         (f"{root}/index", False),
         (f"{root}/statistics", False),
         *((b.path, False) for b in data.buckets),
     ]
+
+
+def _list_table(store: FileStore) -> _Listing:
+    """Step 1 for the whole table: every candidate file, listed in parallel."""
+    file_io = store.file_io
+    data = find_data_directories(file_io, store.root, len(store.schema.partition_keys))
+    directories = candidate_directories(store, data)
     listed = parallel_map(lambda d: list_candidates(file_io, d[0], snapshot_dir=d[1]), directories)
     bucket_listings = listed[len(directories) - len(data.buckets) :]
     empty = [b.path for b, files in zip(data.buckets, bucket_listings, strict=True) if not files]
@@ -448,7 +459,13 @@ def remove_orphan_files(
         listing.files, used, threshold, protected_dirs=protected_directories(store, roots)
     )
     deleted = orphans if dry_run else _delete_in_batches(store.file_io, orphans)
-    removed = [] if dry_run else _remove_empty(store, listing, deleted, threshold)
+    removed = (
+        []
+        if dry_run
+        else remove_emptied_directories(
+            store, listing.data, listing.empty_buckets, [f.path for f in deleted], threshold
+        )
+    )
     result = OrphanFilesResult(
         deleted_count=len(deleted),
         deleted_bytes=sum(f.size for f in deleted),
@@ -475,16 +492,20 @@ def _delete_in_batches(file_io: FileIO, files: list[FileStatus]) -> list[FileSta
     return deleted
 
 
-def _remove_empty(
-    store: FileStore, listing: _Listing, deleted: Sequence[FileStatus], threshold_ms: int
+def remove_emptied_directories(
+    store: FileStore,
+    data: DataDirectories,
+    empty_buckets: Iterable[str],
+    deleted_paths: Iterable[str],
+    threshold_ms: int,
 ) -> list[str]:
-    """Remove the bucket directories emptied by this run or found empty, and the leaf
-    partition directories, then their parents, when they were older than the threshold
-    before the run (deleting files makes a directory look new)."""
-    data = listing.data
+    """Step 4 after the deletes: remove the bucket directories that ``deleted_paths``
+    emptied or that were listed empty (``empty_buckets``), and the leaf partition
+    directories, then their parents, when they were older than the threshold before
+    the run (deleting files makes a directory look new)."""
     removable = {d.path for d in (*data.buckets, *data.partitions) if d.mtime_ms < threshold_ms}
     removable.discard(store.root)
     bucket_paths = {b.path for b in data.buckets}
-    touched = {_parent(f.path) for f in deleted} & bucket_paths
-    tried = touched | set(listing.empty_buckets) | set(data.leaf_partitions())
+    touched = {_parent(p) for p in deleted_paths} & bucket_paths
+    tried = touched | set(empty_buckets) | set(data.leaf_partitions())
     return remove_empty_directories(store.file_io, tried, removable)

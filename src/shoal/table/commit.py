@@ -3,7 +3,9 @@
 One attempt reads the latest snapshot, plans DELETE entries for an overwrite,
 checks that every file it deletes is still live, writes the delta manifest, carries
 the previous base and delta manifests into a new (merged) base list, and publishes
-``snapshot-(N+1)`` by atomic create. If another writer took that id first, the
+``snapshot-(N+1)`` by atomic create. On a table with an event-time column the
+snapshot's properties carry the read-optimized freshness watermark, updated from the
+commit's own entries (``freshness_watermark``). If another writer took that id first, the
 attempt's own manifests are removed and the commit re-plans against the new latest
 snapshot, up to ``commit.max-retries`` times. Data files are never deleted here:
 after a failed commit they may still be referenced, so orphan cleanup owns them.
@@ -24,6 +26,7 @@ from shoal.errors import CommitConflictError, SequenceConflictError
 from shoal.spec import manifest as M
 from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
 from shoal.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from shoal.table.freshness_watermark import with_watermark
 from shoal.table.manifest_merge import merge_manifests
 from shoal.table.partition_time import refuse_expired_writes
 from shoal.table.scan import live_entries, read_manifest_metas
@@ -145,7 +148,10 @@ class FileStoreCommit:
         if latest is None:
             return
         for snapshot_id in range(base + 1, latest.id + 1):
-            if self.store.snapshots.snapshot(snapshot_id).commit_kind == "COMPACT":
+            # A snapshot expired meanwhile cannot be looked at; a compaction in it that
+            # touched this one's files still fails the check of the files it deletes.
+            found = self.store.snapshots.exists(snapshot_id)
+            if found and self.store.snapshots.snapshot(snapshot_id).commit_kind == "COMPACT":
                 raise CommitConflictError(
                     f"another compaction committed snapshot {snapshot_id} while this one "
                     "ran; this compaction is dropped, run it again to pick up what is left"
@@ -180,6 +186,8 @@ class FileStoreCommit:
         watermark: int | None,
     ) -> _Attempt:
         store = self.store
+        if store.event_time_columns:  # the read-optimized freshness watermark
+            properties = with_watermark(store, latest, entries, properties)
         written: list[str] = []
         delta_metas = store.manifests.write_manifests(entries)
         written.extend(m.file_name for m in delta_metas)

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from shoal.table.store import FileStore
 
 EVENT_TIME_TYPES = (T.TIMESTAMP, T.TIMESTAMP_LTZ, T.DATE, T.BIGINT)
+# The bounds of a file whose event times are not known: earlier and later than any.
+UNKNOWN = (-(2**62), 2**62)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -76,15 +78,23 @@ class EventTimeBounds:
 
     def of(self, file: DataFileMeta) -> tuple[int, int] | None:
         """``(min, max)`` event time of the file in epoch milliseconds; None when the
-        file holds no event time (only nulls, e.g. key-only deletes) or no statistics."""
+        file holds no event time (only nulls, e.g. key-only deletes).
+
+        A file without statistics for the column (a writer that keeps none) gets
+        ``UNKNOWN``: the widest bounds, so event-time compaction always selects it and
+        it holds the freshness watermark down until it is compacted."""
         types, index = self._layout(file)
-        if index < 0:
-            return None
         stats = file.value_stats
-        low = binary_row.deserialize(stats.min_values, types)[index] if types else None
-        high = binary_row.deserialize(stats.max_values, types)[index] if types else None
-        if low is None or high is None:
+        counts = stats.null_counts
+        nulls = counts[index] if counts is not None and 0 <= index < len(counts) else None
+        if nulls is None:
+            return UNKNOWN
+        if nulls >= file.row_count:
             return None
+        low = binary_row.deserialize(stats.min_values, types)[index]
+        high = binary_row.deserialize(stats.max_values, types)[index]
+        if low is None or high is None:
+            return UNKNOWN
         return to_millis(low), to_millis(high)
 
     def _layout(self, file: DataFileMeta) -> tuple[list[T.DataType], int]:

@@ -14,6 +14,8 @@ from shoal.spec import binary_row
 from shoal.spec import types as T
 from shoal.spec.data_file import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT
 from shoal.spec.snapshot import Snapshot
+from shoal.table.event_time import EventTimeBounds
+from shoal.table.freshness_watermark import backlog_by_bucket, watermark_of
 from shoal.table.paths import data_file_path
 from shoal.table.scan import live_entries, read_manifest_metas
 from shoal.table.tag_manager import TagManager
@@ -53,6 +55,9 @@ def snapshots_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
             "next_row_id": pa.array([s.next_row_id for s in rows], pa.int64()),
             "operation": pa.array([s.operation for s in rows], pa.string()),
             "writer_version": pa.array([s.writer_version for s in rows], pa.string()),
+            "read_optimized_watermark": pa.array(
+                [watermark_of(s.properties) for s in rows], pa.int64()
+            ),
         }
     )
 
@@ -279,6 +284,28 @@ def tags_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
     )
 
 
+def freshness_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
+    """The compaction backlog per (partition, bucket) with live files: the files below
+    the top level, their minimum event time (epoch ms), count and size. The totals and
+    the watermark are ``Table.freshness()``."""
+    entries = live_entries(store, snapshot) if snapshot is not None else []
+    keyed = store.is_primary_key
+    bounds = EventTimeBounds(store).of if keyed and store.event_time_columns else None
+    backlog = backlog_by_bucket(entries, bounds, store.max_level if keyed else None)
+    backlog.sort(key=lambda b: (store.partitions.path(b.partition), b.bucket))
+    return pa.table(
+        {
+            "partition": pa.array(
+                [store.partitions.path(b.partition) or None for b in backlog], pa.string()
+            ),
+            "bucket": pa.array([b.bucket for b in backlog], pa.int32()),
+            "min_uncompacted_event_time": pa.array([b.min_event_time for b in backlog], pa.int64()),
+            "uncompacted_file_count": pa.array([b.file_count for b in backlog], pa.int64()),
+            "uncompacted_bytes": pa.array([b.size_in_bytes for b in backlog], pa.int64()),
+        }
+    )
+
+
 SYSTEM_TABLES: dict[str, Callable[[FileStore, Snapshot | None], pa.Table]] = {
     "snapshots": snapshots_table,
     "files": files_table,
@@ -287,6 +314,7 @@ SYSTEM_TABLES: dict[str, Callable[[FileStore, Snapshot | None], pa.Table]] = {
     "options": options_table,
     "schemas": schemas_table,
     "tags": tags_table,
+    "freshness": freshness_table,
 }
 
 

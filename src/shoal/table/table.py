@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from shoal.compaction.compact import CompactResult
+    from shoal.compaction.freshness import Freshness
     from shoal.maintenance.expire import ExpireResult
     from shoal.maintenance.orphans import OrphanFilesResult
 
@@ -288,6 +289,14 @@ class Table:
         if result.snapshot is not None:
             self._after_commit()
         return result
+
+    def freshness(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Freshness:
+        """The read-optimized freshness watermark and the compaction backlog of the
+        latest snapshot (or of ``snapshot_id`` or ``tag``): every row with an event time
+        below ``watermark_ms`` is in the read-optimized view."""
+        from shoal.compaction.freshness import freshness  # compaction/ builds on table/
+
+        return freshness(self._store, self._resolve(snapshot_id, tag, None))
 
     def _after_commit(self) -> None:
         """Automatic tags, tag, partition and snapshot expiry, as the options ask."""
@@ -585,7 +594,8 @@ class Table:
     def system_table(
         self, name: str, *, snapshot_id: int | None = None, tag: str | None = None
     ) -> pa.Table:
-        """Metadata as a table: snapshots, files, manifests, partitions, options, schemas.
+        """Metadata as a table: snapshots, files, manifests, partitions, options, schemas,
+        tags, freshness (the compaction backlog per partition and bucket).
 
         ``files`` and ``manifests`` follow time travel, as Paimon's ``$files`` does.
         """

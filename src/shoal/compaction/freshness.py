@@ -1,0 +1,76 @@
+"""Read-optimized freshness and the compaction backlog of a primary-key table.
+
+The watermark comes from the snapshot's ``shoal.read-optimized-watermark`` property
+(recomputed from the live files when the snapshot lacks it, e.g. one written by
+another Paimon writer); the metrics follow the event-time compaction proposal: the
+minimum event time of the files still below the top level, how many buckets hold
+such files, their count and their total size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shoal.spec.manifest import ManifestEntry
+from shoal.spec.snapshot import Snapshot
+from shoal.table.event_time import EventTimeBounds
+from shoal.table.freshness_watermark import (
+    Bounds,
+    backlog_by_bucket,
+    state_from_properties,
+    state_of,
+    watermark_of,
+)
+from shoal.table.scan import live_entries
+from shoal.table.store import FileStore
+
+
+@dataclass(frozen=True, slots=True)
+class Freshness:
+    """How fresh the read-optimized view of one snapshot is, and what compaction owes.
+
+    ``watermark_ms``: every row with an event time below it (epoch milliseconds) is in
+    the read-optimized view; None for a table without an event-time column or with no
+    data. ``min_uncompacted_event_time_ms``: the smallest event time in a file below
+    the top level (None when there is none, or no event-time column). The counts cover
+    the files below the top level and the (partition, bucket) pairs holding them.
+    """
+
+    watermark_ms: int | None
+    min_uncompacted_event_time_ms: int | None
+    buckets_with_uncompacted_files: int
+    uncompacted_file_count: int
+    uncompacted_bytes: int
+
+
+def freshness(store: FileStore, snapshot: Snapshot | None) -> Freshness:
+    """The freshness of ``snapshot`` (None: a table with no commit yet). An append
+    table has no levels, so nothing in it waits for compaction."""
+    if snapshot is None:
+        return Freshness(None, None, 0, 0, 0)
+    entries = live_entries(store, snapshot)
+    has_event_time = bool(store.event_time_columns) and store.is_primary_key
+    bounds = EventTimeBounds(store).of if has_event_time else None
+    top = store.max_level if store.is_primary_key else None
+    backlog = [b for b in backlog_by_bucket(entries, bounds, top) if b.file_count > 0]
+    lows = [b.min_event_time for b in backlog if b.min_event_time is not None]
+    return Freshness(
+        watermark_ms=_watermark(store, snapshot, entries, bounds) if bounds else None,
+        min_uncompacted_event_time_ms=min(lows) if lows else None,
+        buckets_with_uncompacted_files=len(backlog),
+        uncompacted_file_count=sum(b.file_count for b in backlog),
+        uncompacted_bytes=sum(b.size_in_bytes for b in backlog),
+    )
+
+
+def _watermark(
+    store: FileStore, snapshot: Snapshot, entries: list[ManifestEntry], bounds: Bounds
+) -> int | None:
+    """The watermark ``snapshot`` recorded, or the one its live files give."""
+    recorded = watermark_of(snapshot.properties)
+    if recorded is not None:
+        return recorded
+    state = state_from_properties(snapshot.properties)  # recorded: no data, no watermark
+    if state is None:
+        state = state_of((e.file for e in entries), bounds, store.max_level)
+    return state.watermark
