@@ -270,22 +270,9 @@ class Table:
         option. The real-time view is the same before and after.
         """
         self._require_primary_key("compact")
-        from shoal.compaction.compact import compact
-        from shoal.compaction.event_time import event_time_compaction
-        from shoal.compaction.strategies import strategy_for
+        from shoal.compaction.compact import compact_with
 
-        name = strategy or self._store.options.get(O.COMPACTION_STRATEGY)
-        if name == "event-time":
-            # One event-time compaction at a time: a later one that finds another
-            # compaction committed meanwhile aborts with CommitConflictError.
-            chosen = event_time_compaction(self._store, event_time_threshold)
-            result = compact(self._store, self._committer, chosen, attempts=1, exclusive=True)
-        else:
-            if event_time_threshold is not None:
-                raise InvalidArgumentError(
-                    f"event_time_threshold applies to the event-time strategy, not {name!r}"
-                )
-            result = compact(self._store, self._committer, strategy_for(name, self._store.options))
+        result = compact_with(self._store, self._committer, strategy, event_time_threshold)
         if result.snapshot is not None:
             self._after_commit()
         return result
