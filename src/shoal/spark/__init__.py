@@ -1,0 +1,22 @@
+"""shoal on Spark: the ``shoal`` Python Data Source (no JVM plugin jar) and the
+distributed maintenance jobs. The only package of shoal that imports ``pyspark``.
+
+    import shoal.spark
+    shoal.spark.register(spark)
+    spark.read.format("shoal").load(table_path)
+    shoal.spark.compact(spark, table_path, strategy="event-time")
+"""
+
+from shoal.spark.datasource import ShoalDataSource, register
+from shoal.spark.jobs import compact, expire_partitions, expire_snapshots, remove_orphan_files
+from shoal.spark.udtfs import register_functions
+
+__all__ = [
+    "ShoalDataSource",
+    "compact",
+    "expire_partitions",
+    "expire_snapshots",
+    "register",
+    "register_functions",
+    "remove_orphan_files",
+]

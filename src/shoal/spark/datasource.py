@@ -1,0 +1,153 @@
+"""The ``shoal`` Spark data source: read and write shoal tables from PySpark, no JVM jar.
+
+    df = spark.read.format("shoal").load(table_path)
+    df = spark.read.format("shoal").option("scan.tag-name", "v1").load(table_path)
+    df = spark.read.format("shoal").option("columns", "id,name").load(table_path)
+    df.write.format("shoal").mode("append").save(table_path)      # or "overwrite"
+
+Installing shoal installs the ``pyspark_shoal`` module, which Spark finds by itself,
+so ``format("shoal")`` works in any session; :func:`register` does it explicitly and
+also switches on Spark's Python filter pushdown.
+
+Read options: ``scan.snapshot-id``, ``scan.tag-name``, ``scan.timestamp-millis``
+(time travel, at most one), ``incremental-between`` (two snapshot ids ``3,7`` or two
+tag names ``v1,v2``), ``read-optimized``, ``columns`` (a projection: Spark's Python
+sources cannot prune columns themselves; a user schema such as
+``.schema("id bigint, name string")`` does the same), ``source.split.target-size``
+and ``source.split.open-file-cost`` (how much data one Spark task reads), and
+``filter-pushdown``.
+
+Filter pushdown (``.option("filter-pushdown", "true")``, with
+``spark.sql.python.filterPushdown.enabled`` on, which :func:`register` sets) prunes
+partitions and files by Spark's filters and applies them exactly. It is off by
+default because Spark (4.3, as measured) keeps a Python source's read plan on the
+DataFrame, or temporary view, that planned it and reuses it, pushed filters
+included, for a later query on the same DataFrame that pushes no filter: that query
+would silently return only the rows of the earlier filter. With pushdown on, build
+a new DataFrame (``spark.read...load()``) for each query. The same reuse means that
+a DataFrame or view keeps reading the snapshot its first query planned; load again
+to see later commits.
+
+Write options: ``dynamic-partition-overwrite`` (with ``mode("overwrite")``, replace
+only the partitions present in the data) and ``write-buffer-size`` (Arrow bytes a
+task gathers before writing them; default 64 mb). Append to a primary-key table is
+an upsert. Every Spark write is one snapshot, followed by at most one COMPACT
+snapshot when a primary-key bucket reaches ``num-sorted-run.compaction-trigger``
+(unless ``write-only``), as for ``Table.upsert``.
+
+SQL: a temporary view (``CREATE TEMPORARY VIEW v USING shoal OPTIONS (path '...')``)
+reads and takes ``INSERT INTO`` / ``INSERT OVERWRITE``; per-query options go in
+``WITH (...)``. Spark's session catalog does not pass a table's stored options to a
+Python source, so for a catalog table use :func:`register_table`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.types import StructType
+
+from shoal.errors import InvalidOptionError, SchemaMismatchError
+from shoal.spark.read import ShoalFilteringReader, ShoalReader, table_columns
+from shoal.spark.source_options import COLUMNS, SourceOptions, open_store
+from shoal.spark.types import spark_schema
+from shoal.spark.write import ShoalWriter, prepare_for_write
+from shoal.table.table import Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["ShoalDataSource", "prepare_for_write", "register", "register_table"]
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+class ShoalDataSource(DataSource):
+    """The ``shoal`` format. Spark creates and pickles instances itself."""
+
+    # Options fixed by a subclass that register_table() binds to one table.
+    bound_options: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def name(cls) -> str:
+        return "shoal"
+
+    def _options(self) -> SourceOptions:
+        return SourceOptions.parse({**self.bound_options, **dict(self.options)})
+
+    def schema(self) -> StructType:
+        """The table's columns (at the time-travel point, if one is given), or those of
+        the ``columns`` option, all nullable."""
+        options = self._options()
+        store = open_store(options.path)
+        schema = store.schema
+        if options.time_travel:
+            snapshot = (
+                Table(store)
+                .scan(
+                    snapshot_id=options.snapshot_id,
+                    tag=options.tag,
+                    timestamp_ms=options.timestamp_ms,
+                )
+                .snapshot
+            )
+            if snapshot is not None:
+                schema = store.schema_of(snapshot.schema_id)
+        fields = list(schema.fields)
+        if options.columns is not None:
+            try:
+                names = table_columns(options.columns, schema, "option 'columns'")
+            except SchemaMismatchError as exc:
+                raise InvalidOptionError(COLUMNS, ",".join(options.columns), str(exc)) from None
+            fields = [schema.field(n) for n in names]
+        return spark_schema(fields)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        options = self._options()
+        reader = ShoalFilteringReader if options.filter_pushdown else ShoalReader
+        return reader(options, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return ShoalWriter(self._options(), schema, overwrite)
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``shoal`` format in ``spark`` and switch on Python filter pushdown
+    (``spark.sql.python.filterPushdown.enabled``), which reads with the
+    ``filter-pushdown`` option need."""
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.dataSource.register(ShoalDataSource)
+
+
+def register_table(
+    spark: SparkSession, name: str, path: str, options: Mapping[str, str] | None = None
+) -> str:
+    """Make ``name`` a table of the session catalog that reads and writes the shoal
+    table at ``path``; returns the format bound to it.
+
+    Spark's session catalog stores the ``OPTIONS`` of ``CREATE TABLE ... USING shoal``
+    but hands a Python source none of them when the table is read or written, so the
+    source cannot find the table. This registers a format ``shoal_<name>`` that knows
+    ``path`` (and ``options``) and creates the catalog table with it if it is absent;
+    ``SELECT``, ``INSERT INTO`` and ``INSERT OVERWRITE`` then work on ``name``, and
+    per-query options still go in ``WITH (...)``. Registration lasts for the session.
+    """
+    format_name = "shoal_" + re.sub(r"\W", "_", name).lower()
+    bound = {str(k).lower(): str(v) for k, v in (options or {}).items()}
+    bound["path"] = path
+    source_name = format_name  # bound into the class below, pickled by value with it
+
+    def bound_name(cls: type[Any]) -> str:
+        return source_name
+
+    source = type(
+        f"ShoalTable_{format_name}",
+        (ShoalDataSource,),
+        {"bound_options": bound, "name": classmethod(bound_name)},
+    )
+    spark.dataSource.register(source)
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING {format_name}")
+    return format_name

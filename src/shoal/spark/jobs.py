@@ -1,0 +1,531 @@
+"""Compaction, orphan cleanup and snapshot expiration as Spark jobs.
+
+Each job runs the single-process implementation's own code: planning and every
+decision stay on the driver, in the functions ``Table.compact``,
+``Table.remove_orphan_files`` and ``Table.expire_snapshots`` use; only the steps
+whose cost grows with the table's files run in Spark tasks (rewriting buckets,
+reading manifests, listing directories, deleting files). The results equal those of
+the table methods on the same table.
+
+- :func:`compact` plans on the driver against the latest snapshot; the buckets to
+  rewrite are packed into groups of about equal input bytes, each group is one task
+  that rewrites its buckets and returns their commit messages, and the driver makes
+  the one COMPACT commit (an event-time compaction is exclusive, as in
+  ``Table.compact``). A commit that loses to a concurrent one is planned and
+  rewritten again, as on one machine.
+- :func:`remove_orphan_files` has the shape of Paimon's ``SparkOrphanFilesClean``:
+  the roots (snapshots, tags, changelogs, branches) are read on the driver; the
+  manifest lists and then the manifests are read in tasks, for names only; the
+  candidate directories are listed in tasks; a DataFrame ``left_anti`` join on the
+  file name keeps the candidates nothing names; the deletes run in tasks, one
+  directory's files in one task; the empty directories go last, on the driver.
+  The join runs in the JVM on Arrow-fed columns: Spark picks a broadcast or a
+  sort-merge join by size and spills when the history's names do not fit in
+  memory, while an ``RDD.subtract`` would pickle every name through Python workers
+  on both sides of its shuffle.
+- :func:`expire_snapshots` plans on the driver with the single-process planning;
+  the data files, then the manifests, then the manifest lists are deleted in
+  batches in tasks, each batch a job that ends before the next begins; the
+  snapshot files (oldest first) and the ``EARLIEST`` hint follow on the driver.
+- :func:`expire_partitions` runs on the driver: it is one OVERWRITE commit of
+  DELETE entries, which reads the live entries' metadata and deletes no file, so
+  there is nothing to hand out, and a commit is made by one process.
+
+How the work reaches the tasks: a job packs its items into at most
+twice ``spark.default.parallelism`` groups (a Python task costs about 30 ms, so a few
+well-filled tasks beat one per item), and runs one task per group:
+``spark.range(n, numPartitions=n)`` joined with a broadcast table of the pickled
+groups gives task ``i`` exactly group ``i``, and only that group crosses into
+Python. The jobs use the DataFrame API only (no RDDs; the SparkContext only for the
+default parallelism). A task opens the table itself from its path (made absolute on
+the driver) and the job's schema id.
+
+Errors: a ``ShoalError`` raised in a task (a corrupt manifest, a corrupt data file)
+comes back as a row and is raised again on the driver with its own class, so
+callers catch the same exceptions as with the table methods. Nothing is deleted or
+committed before every task of the reading steps has succeeded.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import os
+import pickle
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any, NoReturn, TypeVar
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from shoal.compaction.compact import CompactResult, CompactTask, compact_with, run_task
+from shoal.errors import InvalidArgumentError, ShoalError, TableNotFoundError
+from shoal.io import FileStatus, file_io_for, parallel_map
+from shoal.maintenance import expire as _expire
+from shoal.maintenance import orphans as _orphans
+from shoal.maintenance.expire import ExpireResult
+from shoal.maintenance.maintain import maintain
+from shoal.maintenance.orphans import OrphanFilesResult
+from shoal.spec.snapshot import Snapshot
+from shoal.table.commit import FileStoreCommit
+from shoal.table.paths import PathFactory
+from shoal.table.schema_manager import SchemaManager
+from shoal.table.store import FileStore
+from shoal.table.table import Table
+from shoal.table.write import CommitMessage
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["compact", "expire_partitions", "expire_snapshots", "remove_orphan_files"]
+
+TASKS_PER_CORE = 2  # tasks per job and core of spark.default.parallelism, at most
+
+T = TypeVar("T")
+
+_ERROR = "error"  # the column a task's ShoalError travels in
+_LISTED = pa.schema(
+    [
+        ("dir", pa.string()),
+        ("path", pa.string()),
+        ("name", pa.string()),
+        ("size", pa.int64()),
+        ("mtime_ms", pa.int64()),
+    ]
+)
+_NAMES = pa.schema([("name", pa.string())])
+_MESSAGES = pa.schema([("index", pa.int64()), ("message", pa.binary())])
+_COUNT = pa.schema([("deleted", pa.int64())])
+_DELETED = pa.schema([("path", pa.string()), ("size", pa.int64())])
+
+
+# --- the public jobs -------------------------------------------------------------------------
+def compact(
+    spark: SparkSession,
+    table_path: str,
+    strategy: str | None = None,
+    event_time_threshold: datetime | int | None = None,
+) -> CompactResult:
+    """Compact the primary-key table at ``table_path`` with one Spark task per group
+    of buckets and one COMPACT commit; the arguments are those of ``Table.compact``.
+    After the commit, the table's post-commit maintenance runs on the driver, as
+    after ``Table.compact``."""
+    store = _open_table(table_path)
+    if not store.is_primary_key:
+        raise InvalidArgumentError(
+            f"compact needs a primary-key table; {table_path} is an append table"
+        )
+    committer = FileStoreCommit(store)
+    rewrite_all = partial(_rewrite_on_spark, spark, _StoreRef(store.uri, store.schema.id))
+    result = compact_with(store, committer, strategy, event_time_threshold, rewrite_all=rewrite_all)
+    if result.snapshot is not None:
+        maintain(store, committer)
+    return result
+
+
+def remove_orphan_files(
+    spark: SparkSession,
+    table_path: str,
+    older_than: datetime | None = None,
+    dry_run: bool = False,
+) -> OrphanFilesResult:
+    """Delete the files of the table at ``table_path`` that nothing reaches and that
+    are older than ``older_than`` (default: now minus one day), as
+    ``Table.remove_orphan_files`` does, with the listing, the manifest reads and the
+    deletes in Spark tasks. ``dry_run`` only reports the files."""
+    store = _open_table(table_path)
+    threshold = _orphans.threshold_millis(older_than)
+    most = max_tasks(spark)
+    data = _orphans.find_data_directories(
+        store.file_io, store.root, len(store.schema.partition_keys)
+    )
+    directories = _orphans.candidate_directories(store, data)
+    listed = _run_groups(
+        spark, [(store.uri, g) for g in chunks(directories, most)], _list_directories, _LISTED
+    ).persist()
+    entry_names: DataFrame | None = None
+    try:
+        empty_buckets = _check_listing(listed, data)
+        roots = _orphans.table_roots(store)
+        ref = _StoreRef(store.uri, store.schema.id)
+        entry_names = _entry_names(spark, ref, roots, most).persist()
+        # Every manifest was read before anything is deleted.
+        _raise_task_errors(entry_names.where(_is_error()).select(_ERROR).toArrow())
+        used = entry_names.where(~_is_error()).drop(_ERROR)
+        candidates = listed.where(~_is_error() & F.col("path").isNotNull()).drop(_ERROR)
+        unused = candidates.join(used, "name", "left_anti")
+        protected = tuple(_orphans.protected_directories(store, roots))
+        chooser = _DeleteOrphans(store.uri, threshold, protected, dry_run)
+        deleted = _collect(
+            unused.repartition(most, "dir").mapInArrow(chooser, _spark_schema(_DELETED))
+        )
+        paths: list[str] = deleted.column("path").to_pylist()
+        removed = (
+            []
+            if dry_run
+            else _orphans.remove_emptied_directories(store, data, empty_buckets, paths, threshold)
+        )
+    finally:
+        listed.unpersist()
+        if entry_names is not None:
+            entry_names.unpersist()
+    result = OrphanFilesResult(
+        deleted_count=len(paths),
+        deleted_bytes=sum(deleted.column("size").to_pylist()),
+        paths=tuple(sorted(paths)),
+    )
+    logger.info(
+        "orphan cleanup of %s on Spark: %s %d files (%d bytes) in %d directories, removed %d "
+        "empty directories",
+        table_path,
+        "would delete" if dry_run else "deleted",
+        result.deleted_count,
+        result.deleted_bytes,
+        len(directories),
+        len(removed),
+    )
+    return result
+
+
+def _check_listing(listed: DataFrame, data: _orphans.DataDirectories) -> list[str]:
+    """Check the listing (and cache it): raise a task's error, or FileTimeError for
+    times not in milliseconds; return the bucket directories that hold no file."""
+    suspect = (
+        _is_error() | F.col("path").isNull() | (F.col("mtime_ms") <= _orphans.MIN_MILLISECOND_MTIME)
+    )
+    rows = _collect(listed.where(suspect)).to_pylist()
+    _orphans.check_modification_times(
+        FileStatus(r["path"], r["size"], r["mtime_ms"], False)
+        for r in rows
+        if r["path"] is not None
+    )
+    empty = {r["dir"] for r in rows if r["path"] is None}
+    return [b.path for b in data.buckets if b.path in empty]
+
+
+def _entry_names(
+    spark: SparkSession, ref: _StoreRef, roots: Sequence[Snapshot], most: int
+) -> DataFrame:
+    """Every name the roots reach, with the error column: the files their JSON names
+    (from the driver), the manifests their lists name (read in tasks, collected), and
+    the data and extra files those manifests name (read in tasks, left distributed)."""
+    lists = sorted(_orphans.manifest_list_names(roots))
+    read = _run_groups(spark, [(ref, g) for g in chunks(lists, most)], _manifests_of, _NAMES)
+    manifests = sorted(set(_collect(read).column("name").to_pylist()))
+    named = sorted(_orphans.root_file_names(roots) | set(manifests))
+    files = _run_groups(spark, [(ref, g) for g in chunks(manifests, most)], _files_of, _NAMES)
+    listed = pa.table({"name": named, _ERROR: pa.nulls(len(named), pa.binary())})
+    return files.unionByName(spark.createDataFrame(listed))
+
+
+def expire_snapshots(  # noqa: PLR0917 (positional like Table.expire_snapshots)
+    spark: SparkSession,
+    table_path: str,
+    retain_min: int | None = None,
+    retain_max: int | None = None,
+    older_than: datetime | None = None,
+    max_deletes: int | None = None,
+) -> ExpireResult:
+    """Expire snapshots of the table at ``table_path`` as ``Table.expire_snapshots``
+    does (arguments left as None come from the table options), deleting the data
+    files and manifests in Spark tasks."""
+    store = _open_table(table_path)
+    return _expire.expire_snapshots(
+        store,
+        retain_min=retain_min,
+        retain_max=retain_max,
+        older_than=older_than,
+        max_deletes=max_deletes,
+        delete=partial(_delete_on_spark, spark, store.uri),
+    )
+
+
+def expire_partitions(
+    spark: SparkSession,
+    table_path: str,
+    expiration_time: timedelta | str | None = None,
+    now: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """Drop the partitions of the table at ``table_path`` older than
+    ``expiration_time`` (default: ``partition.expiration-time``), as
+    ``Table.expire_partitions`` does; returns them.
+
+    This runs on the driver, and ``spark`` is taken only for a signature like the
+    other jobs': expiring partitions is one OVERWRITE commit of DELETE entries, made
+    from the live files' metadata, and deletes no file (snapshot expiration removes
+    the files later), so there is no work to hand out, and a commit is made by one
+    process."""
+    del spark
+    return Table.open(table_path).expire_partitions(expiration_time, now=now)
+
+
+# --- grouping --------------------------------------------------------------------------------
+def max_tasks(spark: SparkSession) -> int:
+    """How many tasks one step of a job uses at most: ``TASKS_PER_CORE`` per unit of
+    the default parallelism."""
+    try:
+        parallelism = int(spark.sparkContext.defaultParallelism)
+    except AttributeError:  # Spark Connect has no SparkContext
+        value = spark.conf.get("spark.default.parallelism", None) or spark.conf.get(
+            "spark.sql.shuffle.partitions", "1"
+        )
+        parallelism = int(value or 1)
+    return max(1, TASKS_PER_CORE * parallelism)
+
+
+def chunks(items: Sequence[T], count: int) -> list[list[T]]:
+    """``items`` cut into at most ``count`` consecutive groups whose sizes differ by at
+    most one; no group is empty."""
+    count = min(count, len(items))
+    if count == 0:
+        return []
+    size, extra = divmod(len(items), count)
+    out, start = [], 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        out.append(list(items[start:end]))
+        start = end
+    return out
+
+
+def balanced(items: Sequence[T], weight: Callable[[T], int], count: int) -> list[list[T]]:
+    """``items`` in at most ``count`` groups of about equal total ``weight`` (largest
+    first, each to the lightest group); no group is empty."""
+    count = min(count, len(items))
+    groups: list[list[T]] = [[] for _ in range(count)]
+    loads = [(0, index) for index in range(count)]
+    for item in sorted(items, key=weight, reverse=True):
+        load, index = heapq.heappop(loads)
+        groups[index].append(item)
+        heapq.heappush(loads, (load + weight(item), index))
+    return groups
+
+
+# --- opening the table -----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _StoreRef:
+    """What a task needs to open the table: its location and the schema of the job."""
+
+    uri: str
+    schema_id: int
+
+    def open(self) -> FileStore:
+        return _open_store(self.uri, self.schema_id)
+
+
+def _open_store(uri: str, schema_id: int | None = None) -> FileStore:
+    """The table at ``uri`` with its latest schema, or with ``schema_id``."""
+    file_io, root = file_io_for(uri)
+    schemas = SchemaManager(file_io, PathFactory(root))
+    schema = schemas.latest() if schema_id is None else schemas.schema(schema_id)
+    if schema is None:
+        raise TableNotFoundError(uri)
+    return FileStore(file_io, uri, root, schema)
+
+
+def _open_table(uri: str) -> FileStore:
+    """The table's store on the driver, refused as ``shoal.open_table`` refuses it; a
+    local path is made absolute, so that tasks find it whatever their directory."""
+    if "://" not in uri:
+        uri = os.path.abspath(os.path.expanduser(uri))
+    store = _open_store(uri)
+    Table(store)  # the checks of an open table (fixed buckets for primary keys)
+    return store
+
+
+# --- running groups in tasks -----------------------------------------------------------------
+def _run_groups(
+    spark: SparkSession,
+    payloads: Sequence[object],
+    work: Callable[[Any], Iterator[pa.Table]],
+    schema: pa.Schema,
+) -> DataFrame:
+    """One Spark task per payload: ``work(payload)`` yields tables of ``schema``. The
+    result has ``schema``'s columns and the error column."""
+    out_schema = schema.append(pa.field(_ERROR, pa.binary()))
+    count = len(payloads)
+    if count == 0:
+        return spark.createDataFrame(out_schema.empty_table())
+    groups = spark.createDataFrame(
+        pa.table(
+            {
+                "id": pa.array(range(count), pa.int64()),
+                "payload": pa.array([pickle.dumps(p) for p in payloads], pa.binary()),
+            }
+        )
+    )
+    # Partition i of the range holds exactly the id i; the broadcast join keeps that
+    # partitioning, so task i runs group i.
+    tasks = spark.range(0, count, 1, count).join(F.broadcast(groups), "id")
+    return tasks.mapInArrow(_Tasks(work, schema), _spark_schema(out_schema))
+
+
+@dataclass(frozen=True, slots=True)
+class _Tasks:
+    """The function ``mapInArrow`` runs: the work of each payload in the task's rows,
+    with a ShoalError turned into a row that carries it."""
+
+    work: Callable[[Any], Iterator[pa.Table]]
+    schema: pa.Schema
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        out_schema = self.schema.append(pa.field(_ERROR, pa.binary()))
+        for batch in batches:
+            for payload in batch.column("payload").to_pylist():
+                try:
+                    for table in self.work(pickle.loads(payload)):
+                        columns = [*table.columns, pa.nulls(table.num_rows, pa.binary())]
+                        done = pa.Table.from_arrays(columns, schema=out_schema)
+                        yield from done.to_batches()
+                except ShoalError as exc:
+                    row = {f.name: [None] for f in self.schema} | {_ERROR: [_encode_error(exc)]}
+                    yield pa.RecordBatch.from_pydict(row, schema=out_schema)
+
+
+def _collect(frame: DataFrame) -> pa.Table:
+    """The rows of ``frame`` on the driver, without the error column; raises the
+    first task error."""
+    table = frame.toArrow()
+    if _ERROR not in table.column_names:
+        return table
+    _raise_task_errors(table.select([_ERROR]))
+    return table.drop_columns([_ERROR])
+
+
+def _is_error() -> Column:
+    return F.col(_ERROR).isNotNull()
+
+
+def _encode_error(exc: ShoalError) -> bytes:
+    """The class, message and attributes of ``exc`` (its constructor may take other
+    arguments than its message, so the exception itself may not unpickle)."""
+    try:
+        return pickle.dumps((type(exc), str(exc), dict(vars(exc))))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return pickle.dumps((type(exc), str(exc), {}))
+
+
+def _raise_task_errors(errors: pa.Table) -> None:
+    for data in errors.column(_ERROR).to_pylist():
+        if data is not None:
+            _raise_error(data)
+
+
+def _raise_error(data: bytes) -> NoReturn:
+    cls, message, attributes = pickle.loads(data)
+    exc = cls.__new__(cls)
+    exc.args = (message,)
+    exc.__dict__.update(attributes)
+    exc.add_note("(raised in a Spark task)")
+    raise exc
+
+
+def _spark_schema(schema: pa.Schema) -> StructType:
+    return from_arrow_schema(schema)
+
+
+# --- the work of the tasks -------------------------------------------------------------------
+def _rewrite_on_spark(
+    spark: SparkSession, ref: _StoreRef, store: FileStore, tasks: Sequence[CompactTask]
+) -> list[CommitMessage]:
+    """compaction's ``RewriteAll``: the tasks in groups of about equal input bytes, one
+    Spark task per group; the messages in the order of ``tasks``."""
+    del store  # the tasks open the table from ``ref``
+    groups = balanced(list(enumerate(tasks)), lambda t: t[1].input_bytes, max_tasks(spark))
+    rewritten = _collect(_run_groups(spark, [(ref, g) for g in groups], _rewrite_group, _MESSAGES))
+    by_index = dict(
+        zip(
+            rewritten.column("index").to_pylist(),
+            rewritten.column("message").to_pylist(),
+            strict=True,
+        )
+    )
+    return [pickle.loads(by_index[index]) for index in range(len(tasks))]
+
+
+def _rewrite_group(payload: tuple[_StoreRef, list[tuple[int, CompactTask]]]) -> Iterator[pa.Table]:
+    ref, group = payload
+    store = ref.open()
+    for index, task in group:  # one after another: a Spark task has one core
+        message = pickle.dumps(run_task(store, task))
+        yield pa.table({"index": [index], "message": [message]}, schema=_MESSAGES)
+
+
+def _list_directories(payload: tuple[str, list[tuple[str, bool]]]) -> Iterator[pa.Table]:
+    """The candidate files of the directories; an empty directory gives a row without
+    a path."""
+    uri, directories = payload
+    file_io, _ = file_io_for(uri)
+    listed = parallel_map(
+        lambda d: _orphans.list_candidates(file_io, d[0], snapshot_dir=d[1]), directories
+    )
+    rows: dict[str, list[Any]] = {f.name: [] for f in _LISTED}
+    for (directory, _), files in zip(directories, listed, strict=True):
+        if not files:
+            for name, column in rows.items():
+                column.append(directory if name == "dir" else None)
+        for status in files:
+            rows["dir"].append(directory)
+            rows["path"].append(status.path)
+            rows["name"].append(_orphans.file_name(status.path))
+            rows["size"].append(status.size)
+            rows["mtime_ms"].append(status.mtime_ms)
+    yield pa.table(rows, schema=_LISTED)
+
+
+def _manifests_of(payload: tuple[_StoreRef, list[str]]) -> Iterator[pa.Table]:
+    ref, list_names = payload
+    names = _orphans.manifests_named_by(ref.open(), list_names)
+    yield pa.table({"name": sorted(names)}, schema=_NAMES)
+
+
+def _files_of(payload: tuple[_StoreRef, list[str]]) -> Iterator[pa.Table]:
+    ref, manifest_names = payload
+    names = _orphans.files_named_by(ref.open(), manifest_names, None)
+    yield pa.table({"name": sorted(names)}, schema=_NAMES)
+
+
+@dataclass(frozen=True, slots=True)
+class _DeleteOrphans:
+    """The delete step of orphan cleanup, over candidates that no root names: the
+    single-process choice (age, protected directories), then the deletes."""
+
+    uri: str
+    threshold_ms: int
+    protected_dirs: tuple[str, ...]
+    dry_run: bool
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        file_io, _ = file_io_for(self.uri)
+        candidates = [
+            FileStatus(row["path"], row["size"], row["mtime_ms"], False)
+            for batch in batches
+            for row in batch.select(["path", "size", "mtime_ms"]).to_pylist()
+        ]
+        chosen = _orphans.choose_orphans(
+            candidates, frozenset(), self.threshold_ms, protected_dirs=self.protected_dirs
+        )
+        deleted = chosen if self.dry_run else _orphans.delete_files(file_io, chosen)
+        yield pa.RecordBatch.from_pydict(
+            {"path": [f.path for f in deleted], "size": [f.size for f in deleted]},
+            schema=_DELETED,
+        )
+
+
+def _delete_on_spark(spark: SparkSession, uri: str, paths: Sequence[str]) -> int:
+    """expiration's ``BulkDelete``: the paths in consecutive batches (sorted, so a
+    directory's files mostly share a task), one Spark task per batch."""
+    batches = chunks(sorted(paths), max_tasks(spark))
+    counts = _collect(_run_groups(spark, [(uri, b) for b in batches], _delete_batch, _COUNT))
+    return sum(counts.column("deleted").to_pylist())
+
+
+def _delete_batch(payload: tuple[str, list[str]]) -> Iterator[pa.Table]:
+    uri, paths = payload
+    file_io, _ = file_io_for(uri)
+    yield pa.table({"deleted": [_expire.delete_paths(file_io, paths)]}, schema=_COUNT)

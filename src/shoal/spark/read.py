@@ -1,0 +1,265 @@
+"""Reading a shoal table in Spark: the scan plan's splits packed into input partitions.
+
+Spark calls ``reader()``, then ``pushFilters()``, pickles the reader for the tasks,
+and only then calls ``partitions()``: everything a task needs besides its files is
+fixed in the first two, in the Python worker that plans the query. The snapshot is
+resolved once, in ``reader()``, and the files of that snapshot are what the
+partitions carry, so every task of a query reads the same snapshot however many
+commits land meanwhile.
+
+Each Python task costs tens of milliseconds before it reads a byte, so splits are
+packed into partitions of about ``source.split.target-size`` bytes (each file counts
+at least ``source.split.open-file-cost``), as Spark packs Parquet files. A
+primary-key bucket read with merging is never divided: its files are merged by key
+inside one task.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.types import StructType
+
+from shoal import options as O
+from shoal.errors import SchemaMismatchError
+from shoal.spark.filters import FilterTranslator, RawDnf
+from shoal.spark.source_options import SourceOptions, open_store
+from shoal.spark.types import arrow_target, exact_batch
+from shoal.spec.schema import TableSchema
+from shoal.spec.snapshot import Snapshot
+from shoal.table import predicate as P
+from shoal.table.incremental import delta_entries, diff_entries, keyed_diff
+from shoal.table.read import merged_batches, read_batches
+from shoal.table.scan import DataSplit, make_splits
+from shoal.table.store import FileStore
+from shoal.table.table import Scan, Table
+from shoal.table.tag_manager import TagManager
+
+# How a task reads its splits.
+FILES = "files"  # the files as they are (append tables; read-optimized primary-key tables)
+MERGED = "merged"  # each bucket's files merged by key (primary-key tables)
+KEYED_DIFF = "keyed-diff"  # rows new or changed between two tags (primary-key tables)
+
+
+class ShoalPartition(InputPartition):
+    """The splits one Spark task reads; for a difference of two tags on a primary-key
+    table, the two snapshots instead."""
+
+    def __init__(
+        self,
+        index: int,
+        splits: tuple[DataSplit, ...] = (),
+        diff: tuple[Snapshot, Snapshot] | None = None,
+    ) -> None:
+        super().__init__(index)
+        self.splits = splits
+        self.diff = diff
+
+    @property
+    def file_count(self) -> int:
+        return sum(len(s.files) for s in self.splits)
+
+
+def table_columns(names: Sequence[str], schema: TableSchema, what: str) -> tuple[str, ...]:
+    """The table columns ``names`` refer to (exactly, else ignoring case, as Spark does).
+
+    Raises:
+        SchemaMismatchError: a name that is not a column of the table.
+    """
+    exact = set(schema.field_names)
+    folded: dict[str, list[str]] = {}
+    for n in schema.field_names:
+        folded.setdefault(n.lower(), []).append(n)
+    out = []
+    for name in names:
+        if name in exact:
+            out.append(name)
+        elif len(folded.get(name.lower(), [])) == 1:
+            out.append(folded[name.lower()][0])
+        else:
+            raise SchemaMismatchError(
+                f"{what} names column {name!r}, which the table does not have; "
+                f"its columns are {schema.field_names}"
+            )
+    return tuple(out)
+
+
+class ShoalReader(DataSourceReader):
+    """Reads one snapshot (or one incremental range) of a table into Arrow batches."""
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        store = open_store(options.path)
+        self._store: FileStore | None = store
+        self._options = options
+        self._schema = schema
+        self._columns = table_columns(schema.fieldNames(), store.schema, "the read schema")
+        self._types = {f.name: f.type for f in store.schema.fields}
+        self._filter: RawDnf | None = None
+        self._dnf: P.Dnf | None = None
+        self._snapshot: Snapshot | None = None
+        self._file_schema = store.arrow_schema
+        incremental = options.incremental
+        if incremental is None:
+            # The one point where the snapshot is chosen: partitions() plans from it.
+            scan = Table(store).scan(
+                snapshot_id=options.snapshot_id,
+                tag=options.tag,
+                timestamp_ms=options.timestamp_ms,
+                read_optimized=options.read_optimized,
+            )
+            self._snapshot = scan.snapshot
+            self._file_schema = scan.schema
+            self._mode = MERGED if scan.merging else FILES
+        elif store.is_primary_key:
+            self._mode = KEYED_DIFF if isinstance(incremental[0], str) else MERGED
+        else:
+            self._mode = FILES
+        self._key_value = store.is_primary_key and self._mode == FILES
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["_store"] = None  # tasks open the table themselves
+        return state
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The snapshot this read is pinned to (None for an incremental read or a table
+        with no commit yet)."""
+        return self._snapshot
+
+    def _open(self) -> FileStore:
+        if self._store is None:
+            self._store = open_store(self._options.path)
+        return self._store
+
+    # --- planning ------------------------------------------------------------------------------
+    def partitions(self) -> list[InputPartition]:
+        store = self._open()
+        options = self._options
+        incremental = options.incremental
+        if incremental is None:
+            if self._snapshot is None:
+                return []
+            scan = Scan(
+                store,
+                self._snapshot,
+                list(self._columns),
+                self._dnf,
+                read_optimized=options.read_optimized,
+            )
+            splits = scan.plan()
+        elif self._mode == KEYED_DIFF:
+            tags = TagManager(store.file_io, store.paths)
+            start, end = (tags.get(str(name))[1] for name in incremental)
+            return [ShoalPartition(0, diff=(start, end))]
+        else:
+            splits = self._incremental_splits(store, incremental)
+        target = options.split_target_size or store.options.get(O.SPLIT_TARGET_SIZE)
+        open_cost = options.split_open_file_cost or store.options.get(O.SPLIT_OPEN_FILE_COST)
+        packs = pack_splits(splits, target, open_cost, divisible=self._mode == FILES)
+        return [ShoalPartition(i, tuple(p)) for i, p in enumerate(packs)]
+
+    def _incremental_splits(
+        self, store: FileStore, incremental: tuple[int, int] | tuple[str, str]
+    ) -> list[DataSplit]:
+        start, end = incremental
+        if isinstance(start, int) and isinstance(end, int):
+            entries = delta_entries(store, start, end)
+            snapshot_id = end
+        else:
+            tags = TagManager(store.file_io, store.paths)
+            start_snapshot, end_snapshot = tags.get(str(start))[1], tags.get(str(end))[1]
+            entries = diff_entries(store, start_snapshot, end_snapshot)
+            snapshot_id = end_snapshot.id
+        return make_splits(store, snapshot_id, entries, whole_buckets=self._mode == MERGED)
+
+    # --- reading -------------------------------------------------------------------------------
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, ShoalPartition):
+            return  # Spark's stand-in partition for an empty plan
+        target = arrow_target(self._schema)
+        for batch in self._batches(partition):
+            if batch.num_rows:
+                yield exact_batch(batch, target)
+
+    def _batches(self, partition: ShoalPartition) -> Iterator[pa.RecordBatch]:
+        store = self._open()
+        columns = list(self._columns)
+        if partition.diff is not None:
+            rows = keyed_diff(store, *partition.diff, None)
+            if self._dnf is not None:
+                rows = rows.filter(P.to_expression(self._dnf))
+            yield from rows.select(columns).to_batches()
+        elif self._mode == MERGED:
+            for table in merged_batches(store, partition.splits, columns, self._dnf):
+                yield from table.to_batches()
+        else:
+            yield from read_batches(
+                store.file_io,
+                partition.splits,
+                self._file_schema,
+                columns,
+                self._dnf,
+                key_value=self._key_value,
+            )
+
+
+class ShoalFilteringReader(ShoalReader):
+    """The reader that takes Spark's filters: those shoal applies exactly are used to
+    prune partitions and files and to filter rows; the rest go back to Spark."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        spark_names = self._schema.fieldNames()
+        translator = FilterTranslator(
+            dict(zip(spark_names, self._columns, strict=True)), self._types
+        )
+        raw, rejected = translator.push(filters)
+        self._filter = raw
+        self._dnf = P.parse_filter(raw, self._types) if raw else None
+        return rejected
+
+
+def pack_splits(
+    splits: Sequence[DataSplit], target: int, open_cost: int, *, divisible: bool
+) -> list[list[DataSplit]]:
+    """Splits grouped into packs of about ``target`` bytes, in plan order.
+
+    With ``divisible`` a split's files may go to different packs (files read as they
+    are); otherwise a split stays whole (a bucket merged by key).
+    """
+    packs: list[list[DataSplit]] = []
+    current: list[DataSplit] = []
+    weight = 0
+    for split in splits:
+        units = (
+            [dataclasses.replace(split, files=(f,)) for f in split.files] if divisible else [split]
+        )
+        for unit in units:
+            cost = sum(max(f.file_size, open_cost) for f in unit.files)
+            if current and weight + cost > target:
+                packs.append(_coalesce(current))
+                current, weight = [], 0
+            current.append(unit)
+            weight += cost
+    if current:
+        packs.append(_coalesce(current))
+    return packs
+
+
+def _coalesce(units: list[DataSplit]) -> list[DataSplit]:
+    """Adjacent pieces of one bucket joined back into one split."""
+    out: list[DataSplit] = []
+    for unit in units:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.bucket_path == unit.bucket_path
+            and last.snapshot_id == unit.snapshot_id
+        ):
+            out[-1] = dataclasses.replace(last, files=last.files + unit.files)
+        else:
+            out.append(unit)
+    return out

@@ -1,0 +1,345 @@
+"""Writing a shoal table from Spark: tasks write files, one commit publishes them.
+
+Each write task gathers Spark's small Arrow batches (10,000 rows by default) into
+``write-buffer-size`` bytes before handing them to shoal's writers, which roll files
+at ``target-file-size``, and returns a picklable message describing its files. The
+commit, in one more Python worker, publishes every task's files in one snapshot.
+Nothing is ever deleted here: a failed or retried task, or a job that fails, leaves
+files that no snapshot references, and orphan cleanup removes them.
+
+Primary-key tables need sequence numbers that order each bucket's rows after every
+row already in it. The planning worker reads the table once and fixes a *floor*
+above every sequence number in the table; every task numbers the rows it writes to a
+bucket from that floor. At commit, per bucket and in task order, a task's files are
+kept as written when their numbers lie above those of the bucket's latest files and
+of the tasks before it; otherwise they are rewritten with their numbers shifted just
+above. So a bucket written by one task (``prepare_for_write`` arranges that) is
+never rewritten unless another writer added to it meanwhile, and a key written by
+several tasks keeps the row of the last task. The committer checks the numbers
+against the latest snapshot once more; if a concurrent writer got in between, the
+renumbering is done again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import IntegerType, StructField, StructType
+
+from shoal import options as O
+from shoal.errors import SchemaMismatchError, SequenceConflictError
+from shoal.spark.read import table_columns
+from shoal.spark.source_options import SourceOptions, normalize_path, open_store
+from shoal.spec.data_file import DataFileMeta
+from shoal.spec.snapshot import Snapshot
+from shoal.table import kv
+from shoal.table.bucket import assign_buckets
+from shoal.table.commit import WHOLE_TABLE, FileStoreCommit, OverwriteScope
+from shoal.table.conform import conform
+from shoal.table.kv import KeyValueLayout
+from shoal.table.kv_write import KeyValueWriter, next_sequences
+from shoal.table.paths import data_file_path
+from shoal.table.scan import live_entries
+from shoal.table.store import FileStore
+from shoal.table.write import AppendWriter, CommitMessage, RollingFileWriter, write_all
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+logger = logging.getLogger(__name__)
+
+BucketKey = tuple[bytes, int]
+
+BUCKET_COLUMN = "__shoal_bucket"
+
+
+@dataclass(frozen=True)
+class ShoalCommitMessage(WriterCommitMessage):
+    """What one write task wrote: shoal's commit messages, one per (partition, bucket)."""
+
+    messages: tuple[CommitMessage, ...]
+    task: int = 0
+    attempt: int = 0
+
+
+def conformed_names(schema: StructType, store: FileStore) -> list[str]:
+    """The table's names for the columns of ``schema``, having checked that data of
+    ``schema`` can be written to the table.
+
+    Raises:
+        SchemaMismatchError: a column the table does not have, a missing column, or a
+            type that does not cast to the table's without loss.
+    """
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    names = list(table_columns(schema.fieldNames(), store.schema, "the data"))
+    try:
+        arrow = to_arrow_schema(schema, timezone="UTC")
+    except (TypeError, ValueError) as exc:
+        raise SchemaMismatchError(
+            f"the data has a column of a type shoal cannot write: {exc}"
+        ) from None
+    empty = pa.schema([f.with_name(n) for f, n in zip(arrow, names, strict=True)]).empty_table()
+    conform(empty, store.arrow_schema)  # raises before any task writes a file
+    return names
+
+
+def first_free_sequence(store: FileStore) -> int:
+    """One above every sequence number live in the table's latest snapshot."""
+    latest = store.snapshots.latest()
+    if latest is None:
+        return 0
+    return max((e.file.max_sequence_number + 1 for e in live_entries(store, latest)), default=0)
+
+
+class ShoalWriter(DataSourceArrowWriter):
+    """Appends to, upserts into or overwrites one table, in one snapshot per Spark write."""
+
+    def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
+        store = open_store(options.path)
+        self._path = options.path
+        self._names = conformed_names(schema, store)
+        self._overwrite = overwrite
+        self._dynamic = overwrite and options.dynamic_overwrite
+        self._buffer_size = options.write_buffer_size
+        self._primary_key = store.is_primary_key
+        self._first_sequence = first_free_sequence(store) if store.is_primary_key else 0
+
+    # --- tasks ---------------------------------------------------------------------------------
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> ShoalCommitMessage:
+        context = TaskContext.get()
+        task = context.partitionId() if context is not None else 0
+        attempt = context.attemptNumber() if context is not None else 0
+        store = open_store(self._path)
+        if self._primary_key:
+            keyed = KeyValueWriter(store, store.merge_settings)
+            self._feed(iterator, keyed.write)
+            first = self._first_sequence
+            messages = keyed.prepare_commit(dict.fromkeys(keyed.buckets, first))
+        else:
+            writer = AppendWriter(store)
+            try:
+                self._feed(iterator, writer.write)
+            except BaseException:
+                writer.abort()  # close the open files undescribed: no snapshot names them
+                raise
+            messages = writer.prepare_commit()
+        return ShoalCommitMessage(tuple(messages), task, attempt)
+
+    def _feed(self, batches: Iterator[pa.RecordBatch], write: Callable[[pa.Table], None]) -> None:
+        """Spark's batches, gathered into tables of about the buffer size (one row group
+        per 10,000 rows would make files slow to read)."""
+        pending: list[pa.RecordBatch] = []
+        size = 0
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            pending.append(batch.rename_columns(self._names))
+            size += batch.nbytes
+            if size >= self._buffer_size:
+                write(pa.Table.from_batches(pending))
+                pending, size = [], 0
+        if pending:
+            write(pa.Table.from_batches(pending))
+
+    # --- driver --------------------------------------------------------------------------------
+    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        """Publish every task's files in one snapshot. Nothing raises once it is published:
+        Spark would call abort() after a failed commit."""
+        store = open_store(self._path)
+        results = [m for m in messages if isinstance(m, ShoalCommitMessage)]
+        written = [m for r in results for m in r.messages]
+        scope: OverwriteScope | None = None
+        if self._overwrite:
+            present = {m.partition for m in written}
+            dynamic = self._dynamic and bool(store.schema.partition_keys)
+            scope = present.__contains__ if dynamic else WHOLE_TABLE
+        committer = FileStoreCommit(store)
+        if self._primary_key:
+            snapshot: Snapshot | None = _commit_keyed(store, committer, results, scope)
+        else:
+            snapshot = committer.commit(written, overwrite=scope, allow_empty=True)
+        # Published: from here on, failures are logged, never raised.
+        logger.info("committed snapshot %s of %s", snapshot.id if snapshot else None, self._path)
+        buckets = {(m.partition, m.bucket) for m in written}
+        _after_commit(store, committer, buckets, compact=self._primary_key and scope is None)
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        """Deletes nothing: the files of the failed write are referenced by no snapshot,
+        and orphan cleanup removes them once they are older than its age guard."""
+        files = sum(
+            len(c.new_files)
+            for m in messages
+            if isinstance(m, ShoalCommitMessage)
+            for c in m.messages
+        )
+        logger.warning(
+            "write to %s aborted; %d data files of finished tasks (and any of failed tasks) "
+            "stay until orphan cleanup removes them",
+            self._path,
+            files,
+        )
+
+
+def _commit_keyed(
+    store: FileStore,
+    committer: FileStoreCommit,
+    results: list[ShoalCommitMessage],
+    scope: OverwriteScope | None,
+) -> Snapshot:
+    """Commit a primary-key write, renumbering the buckets whose sequence numbers would
+    not sort after the rows already there (or after an earlier task's)."""
+    by_bucket: dict[BucketKey, list[CommitMessage]] = {}
+    for result in sorted(results, key=lambda r: r.task):
+        for m in result.messages:
+            if m.new_files:
+                by_bucket.setdefault((m.partition, m.bucket), []).append(m)
+    renumber = _Renumber(store)
+    attempts = store.options.get(O.COMMIT_MAX_RETRIES) + 1
+    for attempt in range(attempts):
+        # An overwrite replaces everything in the buckets it writes, so only the
+        # tasks among themselves must be ordered.
+        floors = (
+            {} if scope is not None else next_sequences(store, store.snapshots.latest(), by_bucket)
+        )
+        messages = [
+            m for key, parts in by_bucket.items() for m in renumber.order(parts, floors.get(key, 0))
+        ]
+        try:
+            snapshot = committer.commit(
+                messages, overwrite=scope, allow_empty=True, check_sequences=scope is None
+            )
+        except SequenceConflictError:
+            if attempt + 1 == attempts:
+                raise
+            continue  # another writer added to a bucket meanwhile: number above it
+        assert snapshot is not None
+        return snapshot
+    raise AssertionError("unreachable")
+
+
+class _Renumber:
+    """Shifts the sequence numbers of written files by rewriting them (once per shift)."""
+
+    def __init__(self, store: FileStore) -> None:
+        self.store = store
+        self.layout = KeyValueLayout(store.schema)
+        self._done: dict[tuple[str, int], list[DataFileMeta]] = {}
+
+    def order(self, parts: list[CommitMessage], floor: int) -> list[CommitMessage]:
+        """``parts`` (one bucket, in task order) numbered from ``floor`` upwards, each
+        above the one before."""
+        out = []
+        cursor = floor
+        for m in parts:
+            low = min(f.min_sequence_number for f in m.new_files)
+            high = max(f.max_sequence_number for f in m.new_files)
+            shift = max(cursor - low, 0)
+            out.append(m if shift == 0 else self._shifted(m, shift))
+            cursor = high + shift + 1
+        return out
+
+    def _shifted(self, m: CommitMessage, shift: int) -> CommitMessage:
+        files: list[DataFileMeta] = []
+        for f in m.new_files:
+            key = (f.file_name, shift)
+            if key not in self._done:
+                self._done[key] = self._rewrite(m, f, shift)
+            files.extend(self._done[key])
+        return replace(m, new_files=tuple(files))
+
+    def _rewrite(self, m: CommitMessage, f: DataFileMeta, shift: int) -> list[DataFileMeta]:
+        store = self.store
+        bucket_dir = store.paths.bucket_dir(store.partitions.path(m.partition), m.bucket)
+        with store.file_io.open_input_file(data_file_path(bucket_dir, f)) as source:
+            rows = pq.read_table(source)
+        rows = rows.cast(self.layout.file_schema)
+        index = rows.schema.get_field_index(kv.SEQUENCE_NUMBER)
+        shifted = pc.add(rows.column(index), pa.scalar(shift, pa.int64()))
+        rows = rows.set_column(index, rows.schema.field(index), shifted)
+        writer = RollingFileWriter(store, m.partition, m.bucket, layout=self.layout, level=f.level)
+        return write_all(writer, [rows])
+
+
+def _after_commit(
+    store: FileStore, committer: FileStoreCommit, buckets: set[BucketKey], *, compact: bool
+) -> None:
+    """What a table write does after its commit: compaction when a bucket reaches the
+    sorted-run trigger (unless ``write-only``), then automatic tags and expiration. The
+    write is committed already, so a failure here is only logged."""
+    if compact and buckets and not store.options.get(O.WRITE_ONLY):
+        try:
+            from shoal.compaction.compact import compact as compact_buckets
+            from shoal.compaction.strategies import universal_for
+
+            compact_buckets(store, committer, universal_for(store.options), buckets)
+        except Exception:
+            logger.warning(
+                "compaction after the write failed; the next write retries it", exc_info=True
+            )
+    try:
+        from shoal.maintenance.maintain import maintain
+
+        maintain(store, committer)
+    except Exception:
+        logger.warning("post-commit maintenance failed; the next commit retries it", exc_info=True)
+
+
+def prepare_for_write(
+    df: DataFrame, table_path: str, *, num_partitions: int | None = None
+) -> DataFrame:
+    """``df`` repartitioned so that every bucket of the table is written by one task.
+
+    A Spark write produces one file per bucket per task. Hashing the rows with the
+    table's own bucket function (Paimon's) and repartitioning on (partition columns,
+    bucket) makes it one file per bucket per commit, and spares the commit of a
+    primary-key table from renumbering buckets that several tasks wrote. Tables
+    without fixed buckets are repartitioned on their partition columns (if any).
+
+    ``num_partitions`` defaults to the bucket count of an unpartitioned table, and to
+    ``spark.sql.shuffle.partitions`` otherwise. Rows of one key keep no order across
+    the shuffle: if ``df`` holds a key more than once, which row wins is unspecified.
+
+    Raises:
+        SchemaMismatchError: ``df`` cannot be written to the table (checked here, in the
+            driver, before any Spark job runs).
+    """
+    path = normalize_path(table_path)
+    store = open_store(path)
+    names = conformed_names(df.schema, store)
+    keys = [df.columns[names.index(k)] for k in store.schema.partition_keys]
+    if store.num_buckets < 1:
+        if not keys:
+            return df
+        return df.repartition(num_partitions, *keys) if num_partitions else df.repartition(*keys)
+    out = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), True)])
+    with_bucket = df.mapInArrow(_bucket_function(path, names), out)
+    count = num_partitions or (None if keys else store.num_buckets)
+    columns = [*keys, BUCKET_COLUMN]
+    parted = (
+        with_bucket.repartition(count, *columns) if count else with_bucket.repartition(*columns)
+    )
+    return parted.drop(BUCKET_COLUMN)
+
+
+def _bucket_function(
+    path: str, names: list[str]
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def add_bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        store = open_store(path)
+        for batch in batches:
+            rows = conform(batch.rename_columns(names), store.arrow_schema)
+            buckets = assign_buckets(
+                rows, store.bucket_keys, store.bucket_key_types, store.num_buckets
+            )
+            yield batch.append_column(BUCKET_COLUMN, pa.array(buckets, pa.int32()))
+
+    return add_bucket
