@@ -1,0 +1,164 @@
+"""What every command shares: the output mode, ``--warehouse``, the TABLE argument and
+how it names a table."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from shoal.catalog import Catalog
+from shoal.cli.output import MODES, Mode, Output
+from shoal.table.table import Table
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+OUTPUT_KEY = "shoal.output"
+WAREHOUSE_ENV = "SHOAL_WAREHOUSE"
+OUTPUT_ENV = "SHOAL_OUTPUT"
+DEFAULT_MASTER = "local[2]"
+
+
+def output() -> Output:
+    """The current command's output (table mode unless ``--output json``)."""
+    root = click.get_current_context().find_root()
+    found = root.meta.get(OUTPUT_KEY)
+    if isinstance(found, Output):
+        return found
+    fresh = Output()
+    root.meta[OUTPUT_KEY] = fresh
+    return fresh
+
+
+def output_of(ctx: click.Context) -> Output | None:
+    found = ctx.find_root().meta.get(OUTPUT_KEY)
+    return found if isinstance(found, Output) else None
+
+
+def _set_output(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    mode: Mode = "json" if value == "json" else "table"
+    ctx.find_root().meta[OUTPUT_KEY] = Output(mode)
+
+
+def output_option(f: F) -> F:
+    """``-o/--output table|json`` (also the environment variable SHOAL_OUTPUT)."""
+    option = click.option(
+        "-o",
+        "--output",
+        type=click.Choice(MODES),
+        default="table",
+        show_default=True,
+        envvar=OUTPUT_ENV,
+        expose_value=False,
+        is_eager=True,
+        callback=_set_output,
+        help="'table' for people; 'json' prints one JSON document on stdout.",
+    )
+    return option(f)
+
+
+def warehouse_option(f: F) -> F:
+    """``-w/--warehouse DIR`` (also SHOAL_WAREHOUSE): the catalog TABLE names refer to."""
+    option = click.option(
+        "-w",
+        "--warehouse",
+        metavar="DIR",
+        envvar=WAREHOUSE_ENV,
+        help="Warehouse directory or URI; with it TABLE may be 'db.table'. "
+        "Default: $SHOAL_WAREHOUSE.",
+    )
+    return option(f)
+
+
+def table_argument(f: F) -> F:
+    """The TABLE argument (a path, or db.table with ``--warehouse``)."""
+    return click.argument("table", metavar="TABLE")(f)
+
+
+def table_options(f: F) -> F:
+    """``--warehouse`` and ``--output``; the decorator just above ``def`` puts them last
+    in the help."""
+    return warehouse_option(output_option(f))
+
+
+def master_option(f: F) -> F:
+    option = click.option(
+        "--master",
+        metavar="URL",
+        default=DEFAULT_MASTER,
+        show_default=True,
+        help="Spark master URL of the session (an active session is reused).",
+    )
+    return option(f)
+
+
+def spark_options(f: F) -> F:
+    """``--spark`` (run the work as Spark tasks) and ``--master``."""
+    flag = click.option(
+        "--spark",
+        "on_spark",
+        is_flag=True,
+        help="Run as a Spark job: the file work goes to Spark tasks, the commit stays here.",
+    )
+    return flag(master_option(f))
+
+
+def is_path(ref: str) -> bool:
+    """Whether TABLE is a path or URI rather than a ``db.table`` name."""
+    return "/" in ref or os.sep in ref or "://" in ref or ref.startswith("~") or ref in (".", "..")
+
+
+def _local(path: str) -> str:
+    return path if "://" in path else os.path.abspath(os.path.expanduser(path))
+
+
+def open_table(ref: str, warehouse: str | None) -> Table:
+    """The table TABLE names: a path or URI, or ``db.table`` in ``--warehouse``.
+
+    Raises:
+        TableNotFoundError: nothing is there (exit code 3).
+        click.UsageError: a ``db.table`` name without a warehouse.
+    """
+    if warehouse and not is_path(ref):
+        return Catalog(_local(warehouse)).get_table(ref)
+    if not is_path(ref) and not os.path.isdir(ref):
+        raise click.UsageError(
+            f"TABLE {ref!r} is not a path; to name a table as db.table give --warehouse DIR "
+            f"(or set {WAREHOUSE_ENV})"
+        )
+    return Table.open(_local(ref))
+
+
+def catalog_target(ref: str, warehouse: str | None) -> tuple[Catalog, str]:
+    """The catalog and identifier under which to create TABLE.
+
+    A path must have the catalog layout ``WAREHOUSE/DB.db/TABLE``.
+    """
+    if warehouse and not is_path(ref):
+        return Catalog(_local(warehouse)), ref
+    if not is_path(ref):
+        raise click.UsageError(
+            f"TABLE {ref!r} is not a path; to name a table as db.table give --warehouse DIR "
+            f"(or set {WAREHOUSE_ENV})"
+        )
+    path = _local(ref).rstrip("/")
+    parent, name = path.rsplit("/", 1)
+    root, database = parent.rsplit("/", 1) if "/" in parent else ("", parent)
+    if not database.endswith(".db") or not root:
+        raise click.UsageError(
+            f"cannot create {ref!r}: a table path must look like WAREHOUSE/DATABASE.db/TABLE "
+            "(or name the table as db.table with --warehouse)"
+        )
+    return Catalog(root), f"{database[: -len('.db')]}.{name}"
+
+
+def require_warehouse(warehouse: str | None) -> Catalog:
+    if not warehouse:
+        raise click.UsageError(f"give --warehouse DIR (or set {WAREHOUSE_ENV})")
+    return Catalog(_local(warehouse))
+
+
+def table_label(table: Table) -> str:
+    return table.name or table.path

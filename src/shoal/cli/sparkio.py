@@ -1,0 +1,95 @@
+"""The Spark side of the command line: the session, reading source files, writing a
+DataFrame into a table through the ``shoal`` data source (:mod:`shoal.spark`).
+
+Commands that do not run on Spark start without ``pyspark``: the session comes from
+:func:`shoal.spark.session.spark_session`, imported when a Spark command runs. Every
+write goes through :func:`write_dataframe`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from shoal.errors import InvalidArgumentError
+from shoal.table.table import Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+Format = Literal["parquet", "json", "csv"]
+WriteMode = Literal["append", "upsert", "overwrite"]
+FORMATS: tuple[Format, ...] = ("parquet", "json", "csv")
+
+
+def spark_session(master: str) -> SparkSession:
+    """The active (or default) SparkSession, or a new one on ``master``, with the
+    ``shoal`` data source registered."""
+    from shoal.spark.session import spark_session as session
+
+    return session(master)
+
+
+WRITE_MODES: tuple[WriteMode, ...] = ("append", "upsert", "overwrite")
+
+
+def table_struct(spark: SparkSession, table: Table) -> StructType:
+    """The Spark schema of ``table``'s rows, as the data source reads them."""
+    return spark.read.format("shoal").load(table.path).schema
+
+
+def read_source(
+    spark: SparkSession, source: str, fmt: Format, table: Table, *, header: bool = True
+) -> DataFrame:
+    """The rows of ``source`` (a file, directory or glob) with the table's columns.
+
+    JSON and CSV are parsed with the table's schema; Parquet keeps its own types and
+    each column is cast to the table's type (Spark's cast rules: a value that does not
+    fit becomes null).
+    """
+    struct = table_struct(spark, table)
+    reader = spark.read.format(fmt)
+    if fmt == "csv":
+        reader = reader.option("header", str(header).lower())
+    if fmt in ("json", "csv"):
+        reader = reader.schema(struct)
+    frame = reader.load(source)
+    missing = [f.name for f in struct.fields if f.name not in frame.columns]
+    if missing:
+        raise InvalidArgumentError(
+            f"the source has no columns {missing}; the table needs {struct.fieldNames()}"
+        )
+    return frame.select(*[frame[f.name].cast(f.dataType).alias(f.name) for f in struct.fields])
+
+
+def write_dataframe(
+    frame: DataFrame,
+    table: Table,
+    mode: WriteMode,
+    *,
+    dynamic_partition_overwrite: bool = False,
+) -> None:
+    """Write ``frame`` into ``table`` through the ``shoal`` data source: one commit.
+
+    The rows are first shuffled so that one task writes each bucket (one file per
+    bucket). ``upsert`` needs a primary-key table (where an append is an upsert);
+    ``overwrite`` replaces the whole table, or with ``dynamic_partition_overwrite``
+    only the partitions present in ``frame``.
+    """
+    from shoal.spark.datasource import prepare_for_write
+
+    if mode == "upsert" and not table.primary_keys:
+        raise InvalidArgumentError(
+            f"upsert needs a primary-key table; {table.name or table.path} is an append "
+            "table (use --mode append)"
+        )
+    if dynamic_partition_overwrite and mode != "overwrite":
+        raise InvalidArgumentError("dynamic partition overwrite applies to --mode overwrite")
+    writer = (
+        prepare_for_write(frame, table.path)
+        .write.format("shoal")
+        .mode("overwrite" if mode == "overwrite" else "append")
+    )
+    if dynamic_partition_overwrite:
+        writer = writer.option("dynamic-partition-overwrite", "true")
+    writer.save(table.path)
