@@ -52,7 +52,7 @@ from shoal.errors import (
     InvalidArgumentError,
     SnapshotNotFoundError,
 )
-from shoal.io import FileIO, FileStatus, io_map, parallel_map
+from shoal.io import FileIO, FileStatus, io_map
 from shoal.spec.snapshot import Snapshot
 from shoal.table.paths import BUCKET_PREFIX, SNAPSHOT_PREFIX, PathFactory
 from shoal.table.snapshot_manager import EARLIEST, LATEST, SnapshotManager
@@ -146,7 +146,7 @@ def find_data_directories(file_io: FileIO, root: str, partition_depth: int) -> D
 def _list_subdirectories(
     file_io: FileIO, directories: list[str], accept: Callable[[str], bool]
 ) -> list[FileStatus]:
-    listed = parallel_map(file_io.list_status, directories)
+    listed = io_map(file_io.list_status, directories, concurrent=file_io.concurrent_reads)
     return [s for batch in listed for s in batch if s.is_dir and accept(file_name(s.path))]
 
 
@@ -197,7 +197,9 @@ def table_roots(store: FileStore) -> list[Snapshot]:
 
 
 def _roots_of(file_io: FileIO, snapshots: SnapshotManager, paths: PathFactory) -> list[Snapshot]:
-    found = parallel_map(_maybe_snapshot(snapshots), snapshots.list_ids())
+    found = io_map(
+        _maybe_snapshot(snapshots), snapshots.list_ids(), concurrent=file_io.concurrent_reads
+    )
     roots = [s for s in found if s is not None]
     roots.extend(s for _, s in TagManager(file_io, paths).tags())
     roots.extend(_changelogs(file_io, f"{paths.root}/changelog"))
@@ -390,7 +392,8 @@ def remove_empty_directories(
         depth = max(d.count("/") for d in pending)
         level = sorted(d for d in pending if d.count("/") == depth)
         pending.difference_update(level)
-        for directory, ok in zip(level, parallel_map(file_io.remove_empty_dir, level), strict=True):
+        removed_now = io_map(file_io.remove_empty_dir, level, concurrent=file_io.concurrent_deletes)
+        for directory, ok in zip(level, removed_now, strict=True):
             if ok:
                 removed.append(directory)
                 if _parent(directory) in removable:
@@ -427,7 +430,11 @@ def _list_table(store: FileStore) -> _Listing:
     file_io = store.file_io
     data = find_data_directories(file_io, store.root, len(store.schema.partition_keys))
     directories = candidate_directories(store, data)
-    listed = parallel_map(lambda d: list_candidates(file_io, d[0], snapshot_dir=d[1]), directories)
+    listed = io_map(
+        lambda d: list_candidates(file_io, d[0], snapshot_dir=d[1]),
+        directories,
+        concurrent=file_io.concurrent_reads,
+    )
     bucket_listings = listed[len(directories) - len(data.buckets) :]
     empty = [b.path for b, files in zip(data.buckets, bucket_listings, strict=True) if not files]
     return _Listing([f for batch in listed for f in batch], data, empty)

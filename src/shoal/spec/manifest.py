@@ -16,6 +16,7 @@ import fastavro
 
 from shoal.spec import data_file
 from shoal.spec import stats as S
+from shoal.spec.avro_container import read_records
 from shoal.spec.data_file import DataFileMeta
 from shoal.spec.stats import SimpleStats
 
@@ -214,7 +215,7 @@ def manifest_file_names(data: bytes) -> list[str]:
 
 def _read_records(data: bytes) -> list[dict[str, Any]]:
     try:
-        return list(fastavro.reader(io.BytesIO(data)))  # type: ignore[arg-type]
+        return read_records(data)
     except Exception as exc:  # fastavro raises many types for bad blocks, codecs and schemas
         raise ValueError(f"not an Avro manifest file: {exc}") from exc
 
