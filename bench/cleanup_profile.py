@@ -34,6 +34,11 @@ def _inline_map(fn: Callable[[A], R], items: Iterable[A]) -> list[R]:
     return [fn(x) for x in items]
 
 
+def _inline_io_map(fn: Callable[[A], R], items: Iterable[A], *, concurrent: bool) -> list[R]:
+    del concurrent
+    return [fn(x) for x in items]
+
+
 def _inline_pool() -> ExitStack:
     import shoal.maintenance.expire
     import shoal.maintenance.orphans
@@ -41,7 +46,9 @@ def _inline_pool() -> ExitStack:
 
     stack = ExitStack()
     for module in (shoal.maintenance.expire, shoal.maintenance.orphans, shoal.table.manifests):
-        stack.enter_context(patch.object(module, "parallel_map", _inline_map))
+        for name, inline in (("parallel_map", _inline_map), ("io_map", _inline_io_map)):
+            if hasattr(module, name):
+                stack.enter_context(patch.object(module, name, inline))
     return stack
 
 

@@ -25,11 +25,11 @@ import errno
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, Literal, TypeVar
 
-from shoal.io import LocalFileIO
+from shoal.io import FileIO, LocalFileIO
 from shoal.io import executor as shoal_executor
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -146,6 +146,12 @@ class FaultyFileIO(LocalFileIO):
         finishing when the caller has already seen the fault)."""
         with self._idle:
             self._idle.wait_for(lambda: self._in_flight == 0)
+
+    def delete_many(self, paths: Sequence[str]) -> int:
+        """Not a mutating call of its own: each file is one counted ``delete`` call (the
+        generic loop), so crash matrices stay per file and a fault may fall between any
+        two files of a batch."""
+        return FileIO.delete_many(self, paths)
 
     write_bytes = _mutating(LocalFileIO.write_bytes)
     overwrite = _mutating(LocalFileIO.overwrite)

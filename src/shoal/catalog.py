@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,25 +32,73 @@ DB_SUFFIX = ".db"
 DEFAULT_DATABASE = "default"
 
 
+# A database is the folder ``<name>.db`` and a table the folder ``<name>`` in it; names
+# of up to this many UTF-8 bytes fit the 255 bytes a file name may have.
+MAX_NAME_BYTES = 200
+
+
 def _split_identifier(identifier: str) -> tuple[str, str]:
+    if not isinstance(identifier, str):
+        raise InvalidArgumentError(
+            f"a table identifier is a string 'database.table', not {type(identifier).__name__}"
+        )
     database, dot, table = identifier.partition(".")
     if not dot:
         database, table = DEFAULT_DATABASE, identifier
     for part in (database, table):
-        if not part or "/" in part or part in (".", "..") or "." in part:
+        problem = _name_problem(part)
+        if problem is not None:
             raise InvalidArgumentError(
-                f"invalid table identifier {identifier!r}: use 'database.table' with names "
-                "free of '/' and '.'"
+                f"invalid table identifier {identifier!r}: {problem}; use 'database.table' "
+                "with names free of '/', '\\' and '.'"
             )
     return database, table
 
 
+def _check_database(database: str) -> None:
+    problem = _name_problem(database)
+    if problem is not None:
+        raise InvalidArgumentError(f"invalid database name {database!r}: {problem}")
+
+
+def _name_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a database or table name (a folder of the warehouse), if so."""
+    if not isinstance(name, str) or not name.strip():
+        return "a name must not be blank"
+    if any(c in name for c in "/\\.") or "\0" in name:
+        return "a name must not contain '/', '\\' or '.'"
+    if name != name.strip():
+        return "a name must not begin or end with whitespace"
+    if any(unicodedata.category(c) == "Cc" for c in name):
+        return "a name must not contain control characters"
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "a name must be valid Unicode text"
+    if size > MAX_NAME_BYTES:
+        return f"a name must not be longer than {MAX_NAME_BYTES} bytes in UTF-8"
+    return None
+
+
 class Catalog:
-    """Tables under one warehouse directory (a local path or a URI such as ``s3://b/wh``)."""
+    """Tables under one warehouse directory (a local path or a URI such as ``s3://b/wh``).
+
+    Database and table names are folder names: not blank, free of ``/``, ``\\``, ``.``
+    and control characters, without leading or trailing whitespace, and at most 200
+    bytes in UTF-8. Any other name raises InvalidArgumentError before anything is
+    written, so no identifier reaches outside the warehouse.
+    """
 
     def __init__(self, warehouse: str) -> None:
+        if not isinstance(warehouse, str) or not warehouse.strip("/ "):
+            raise InvalidArgumentError(
+                f"the warehouse must be a directory path or URI, not {warehouse!r}"
+            )
         self.warehouse = warehouse.rstrip("/")
-        self._file_io, self._root = file_io_for(self.warehouse)
+        try:
+            self._file_io, self._root = file_io_for(self.warehouse)
+        except ValueError as exc:  # pyarrow.ArrowInvalid: a URI no filesystem knows
+            raise InvalidArgumentError(f"warehouse {warehouse!r}: {exc}") from None
 
     def _uri(self, database: str, table: str | None = None) -> str:
         tail = f"/{table}" if table is not None else ""
@@ -107,14 +156,21 @@ class Catalog:
         )
 
     def list_databases(self) -> list[str]:
+        try:
+            statuses = self._file_io.list_status(self._root)
+        except NotADirectoryError:
+            raise InvalidArgumentError(
+                f"warehouse {self.warehouse!r} is a file; give the directory of the tables"
+            ) from None
         return sorted(
             s.path.rsplit("/", 1)[-1][: -len(DB_SUFFIX)]
-            for s in self._file_io.list_status(self._root)
+            for s in statuses
             if s.is_dir and s.path.endswith(DB_SUFFIX)
         )
 
     def list_tables(self, database: str = DEFAULT_DATABASE) -> list[str]:
         """Names of the tables in ``database``. Raises DatabaseNotFoundError."""
+        _check_database(database)
         db_root = f"{self._root}/{database}{DB_SUFFIX}"
         if not self._file_io.is_dir(db_root):
             raise DatabaseNotFoundError(database)

@@ -88,7 +88,7 @@ class TagAlreadyExistsError(ShoalError):
 
 
 class InvalidTagNameError(ShoalError, ValueError):
-    """A tag name that is blank, all digits, or would escape the tag folder."""
+    """A tag name that is blank, all digits, too long, or would escape the tag folder."""
 
     def __init__(self, tag: str, reason: str) -> None:
         super().__init__(f"invalid tag name {tag!r}: {reason}")

@@ -69,7 +69,10 @@ _MEMORY_UNITS: dict[str, int] = {
     "tb": 1 << 40,
     "tebibytes": 1 << 40,
 }
-_AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Zµ]*)\s*$")
+_AMOUNT = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Zµ]*)\s*$")
+_INT = re.compile(r"^\s*[+-]?[0-9]+\s*$")
+_JAVA_LONG_MAX = 2**63 - 1
+_MAX_DURATION_SECONDS = 10_000 * 366 * 86400.0
 
 
 def parse_duration(text: str) -> timedelta:
@@ -78,11 +81,12 @@ def parse_duration(text: str) -> timedelta:
     if match is None:
         raise ValueError(f"not a duration: {text!r} (expected e.g. '1 h', '30 min', '7 d')")
     unit = match.group(2).lower()
-    if unit == "":
-        return timedelta(milliseconds=float(match.group(1)))
-    if unit not in _DURATION_UNITS:
+    if unit not in _DURATION_UNITS and unit != "":
         raise ValueError(f"unknown duration unit {unit!r} in {text!r}")
-    return timedelta(seconds=float(match.group(1)) * _DURATION_UNITS[unit])
+    seconds = float(match.group(1)) * (_DURATION_UNITS[unit] if unit else 1e-3)
+    if seconds > _MAX_DURATION_SECONDS:
+        raise ValueError(f"duration {text!r} is longer than any table needs (over 10000 years)")
+    return timedelta(seconds=seconds)
 
 
 def parse_memory_size(text: str) -> int:
@@ -91,7 +95,10 @@ def parse_memory_size(text: str) -> int:
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _MEMORY_UNITS:
         raise ValueError(f"not a memory size: {text!r} (expected e.g. '128 mb')")
-    return int(float(match.group(1)) * _MEMORY_UNITS[unit])
+    size = int(float(match.group(1)) * _MEMORY_UNITS[unit])
+    if size > _JAVA_LONG_MAX:
+        raise ValueError(f"memory size {text!r} does not fit a 64-bit integer, as Paimon keeps it")
+    return size
 
 
 def _parse_bool(text: str) -> bool:
@@ -102,7 +109,13 @@ def _parse_bool(text: str) -> bool:
 
 
 def _parse_int(text: str) -> int:
-    return int(text.strip())
+    """A Java ``int``, spelled in ASCII digits as Paimon's ``Integer.parseInt`` reads it."""
+    if not _INT.match(text):
+        raise ValueError(f"not an integer: {text!r}")
+    value = int(text.strip())
+    if not -(2**31) <= value < 2**31:
+        raise ValueError(f"{value} does not fit a 32-bit integer, as Paimon keeps it")
+    return value
 
 
 def _parse_str(text: str) -> str:
@@ -126,7 +139,7 @@ class Option(Generic[T]):
             return self.default
         try:
             value = self.parse(text)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
             raise InvalidOptionError(self.key, text, str(exc)) from None
         problem = self.check(value) if self.check is not None else None
         if problem is not None:
@@ -185,6 +198,7 @@ TARGET_FILE_SIZE = _declare(
         parse_memory_size,
         128 << 20,
         "Size at which a writer rolls to a new data file.",
+        _at_least(1),
     )
 )
 PARTITION_DEFAULT_NAME = _declare(
@@ -228,6 +242,7 @@ MANIFEST_TARGET_FILE_SIZE = _declare(
         parse_memory_size,
         8 << 20,
         "Size at which manifest files roll, and below which they count as small.",
+        _at_least(1),
     )
 )
 MANIFEST_MERGE_MIN_COUNT = _declare(
@@ -448,6 +463,7 @@ SPLIT_TARGET_SIZE = _declare(
         parse_memory_size,
         128 << 20,
         "Bytes of data files packed into one split of a scan plan.",
+        _at_least(1),
     )
 )
 SPLIT_OPEN_FILE_COST = _declare(

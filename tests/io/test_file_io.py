@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pickle
 import threading
 from pathlib import Path
 
@@ -9,12 +11,13 @@ import pyarrow.fs as pafs
 import pytest
 
 from shoal.catalog import build_schema
-from shoal.io import FileIO, LocalFileIO, file_io_for, parallel_map
+from shoal.io import DeleteError, FileIO, LocalFileIO, file_io_for, parallel_map
 from shoal.table.paths import PathFactory
 from shoal.table.schema_manager import SchemaManager
 from shoal.table.store import FileStore
 from shoal.table.table import Table
 from tests.conftest import EVENTS_SCHEMA, events
+from tests.faults import Crash, FaultyFileIO
 
 
 @pytest.fixture(params=["local", "generic"])
@@ -45,6 +48,57 @@ def test_try_create_does_not_replace(file_io: FileIO, tmp_path: Path) -> None:
     assert not file_io.try_create(path, b"second")
     assert file_io.read_bytes(path) == b"first"
     assert [s.path for s in file_io.list_status(f"{tmp_path}/x")] == [path]
+
+
+def test_delete_many_counts_the_files_it_deleted(file_io: FileIO, tmp_path: Path) -> None:
+    paths = [f"{tmp_path}/d/f{i}" for i in range(5)]
+    for path in paths[:3]:
+        file_io.write_bytes(path, b"x")
+    file_io.write_bytes(f"{tmp_path}/d/keep", b"x")
+    assert file_io.delete_many(paths) == 3  # the two absent ones are skipped
+    assert [s.path for s in file_io.list_status(f"{tmp_path}/d")] == [f"{tmp_path}/d/keep"]
+    assert file_io.delete_many([]) == 0
+
+
+def test_delete_many_tries_every_path_then_names_the_failures(
+    file_io: FileIO, tmp_path: Path
+) -> None:
+    (tmp_path / "a").write_bytes(b"x")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "inside").write_bytes(b"x")  # a directory is not a file to delete
+    (tmp_path / "b").write_bytes(b"x")
+    paths = [str(tmp_path / "a"), str(tmp_path / "dir"), str(tmp_path / "b")]
+    with pytest.raises(DeleteError) as failure:
+        file_io.delete_many(paths)
+    assert list(failure.value.failed) == [str(tmp_path / "dir")]
+    assert failure.value.deleted == 2
+    copy = pickle.loads(pickle.dumps(failure.value))
+    assert (copy.failed, copy.deleted, str(copy)) == (
+        failure.value.failed,
+        2,
+        str(failure.value),
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir"]
+
+
+def test_faulty_file_io_counts_each_file_of_delete_many(tmp_path: Path) -> None:
+    paths = [str(tmp_path / f"f{i}") for i in range(5)]
+    for path in paths:
+        Path(path).touch()
+    counter = FaultyFileIO()
+    assert counter.delete_many(paths) == 5
+    assert counter.log == [("delete", p) for p in paths]
+    for path in paths:
+        Path(path).touch()
+    crashing = FaultyFileIO(3)
+    with pytest.raises(Crash):
+        crashing.delete_many(paths)
+    assert [os.path.exists(p) for p in paths] == [False, False, True, True, True]
+    failing = FaultyFileIO(2, "fail")
+    with pytest.raises(DeleteError) as failure:
+        failing.delete_many(paths[2:])
+    assert list(failure.value.failed) == [paths[3]]
+    assert [os.path.exists(p) for p in paths[2:]] == [False, True, False]
 
 
 def test_local_create_has_exactly_one_winner(tmp_path: Path) -> None:

@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -39,104 +37,36 @@ import pytest
 import shoal
 from shoal.errors import ShoalError, TagNotFoundError
 from shoal.io import parallel_map
-from shoal.maintenance.orphans import OrphanFilesResult
 from shoal.spec import manifest as M
 from shoal.table.paths import data_file_path
 from shoal.table.scan import read_manifest_metas
-from shoal.table.snapshot_manager import EARLIEST, LATEST
 from shoal.table.table import Table
-from tests.conftest import EVENTS_SCHEMA, events
-from tests.faults import WRITES, Crash, FaultyFileIO, Mode, ordered_io_pool
+from tests.faults import WRITES, Crash, FaultyFileIO
 from tests.reachability import reachable, roots, rows_of_every_root
+from tests.reliability.helpers import (
+    DAY4,
+    Fault,
+    Operation,
+    append_table,
+    copy_table,
+    delete_tag,
+    expire,
+    expired,
+    only_files,
+    open_on,
+    primary_key_table,
+    remove_orphans,
+    rows,
+    run_with_fault,
+    sorted_rows,
+    tree,
+    with_orphans,
+)
 
-Operation = Callable[[Table], object]
 Rows = dict[str, list[dict[str, object]]]
-
-DAY1, DAY2, DAY3, DAY4 = "2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"
-# Manifests merged often, so that expiration and tag deletion also delete manifests.
-MERGE_MANIFESTS = {"manifest.merge-min-count": "2"}
-
-
-# --- the tables --------------------------------------------------------------------------------
-def _rows(ids: list[int], dt: str, version: int = 0) -> pa.Table:
-    """Rows of EVENTS_SCHEMA; ``version`` changes the values an upsert writes."""
-    rows = events(ids, dt)
-    if version:
-        names = pa.array([f"n{i}v{version}" for i in ids])
-        rows = rows.set_column(rows.schema.get_field_index("name"), "name", names)
-    return rows
-
-
-def _append_table(root: Path) -> Path:
-    """Twelve snapshots; tags on snapshots 2 and 5 (expired by ``_expire``) and 10.
-
-    Of the files deleted by the expired snapshots, some stay for a tag and some go,
-    among them all of partition DAY4, whose directories go too."""
-    t = shoal.Catalog(str(root)).create_table(
-        "db.t",
-        EVENTS_SCHEMA,
-        partition_keys=["dt"],
-        options={**MERGE_MANIFESTS, "snapshot.clean-empty-directories": "true"},
-    )
-    t.append(pa.concat_tables([_rows([1, 2], DAY1), _rows([3], DAY2)]))
-    t.append(_rows([4], DAY2))
-    t.create_tag("first")
-    t.overwrite(_rows([5], DAY1), partition={"dt": DAY1})  # [1, 2] stay for "first"
-    t.append(_rows([6], DAY3))
-    t.overwrite(_rows([7], DAY3), partition={"dt": DAY3})  # [6] goes
-    t.create_tag("middle")
-    t.drop_partitions([{"dt": DAY2}])  # [3], [4] stay for "middle"
-    t.append(pa.concat_tables([_rows([8, 9], DAY1), _rows([16], DAY4)]))
-    t.drop_partitions([{"dt": DAY4}])  # [16] goes
-    t.overwrite(_rows([10], DAY1), partition={"dt": DAY1})  # [5] stays, [8, 9] go
-    t.append(pa.concat_tables([_rows([11], DAY2), _rows([12], DAY3)]))
-    t.create_tag("recent")
-    t.overwrite(pa.concat_tables([_rows([13], DAY1), _rows([14], DAY3)]))
-    t.append(_rows([15], DAY2))
-    assert t.latest_snapshot().id == 12
-    return Path(t.path)
-
-
-def _primary_key_table(root: Path) -> Path:
-    """Upserts, deletes, full compactions, a dropped partition; tags on snapshots 2
-    and 5 (expired by ``_expire``) and 10."""
-    t = shoal.Catalog(str(root)).create_table(
-        "db.pk",
-        EVENTS_SCHEMA,
-        partition_keys=["dt"],
-        primary_keys=["dt", "id"],
-        options={**MERGE_MANIFESTS, "bucket": "2"},
-    )
-    t.upsert(_rows([1, 2, 3, 4], DAY1, version=1))
-    t.upsert(pa.concat_tables([_rows([2, 5], DAY1, version=2), _rows([6], DAY2)]))
-    t.create_tag("before-compaction")
-    t.compact(strategy="full")
-    t.upsert(_rows([1], DAY1, version=3))
-    t.delete(_rows([3], DAY1))
-    t.create_tag("after-delete")
-    t.drop_partitions([{"dt": DAY2}])
-    t.upsert(_rows([7], DAY2, version=4))
-    t.upsert(_rows([4], DAY1, version=6))
-    t.compact(strategy="full")  # the files of the last two upserts go with it
-    t.upsert(_rows([8], DAY1))
-    t.create_tag("recent")
-    t.upsert(_rows([2], DAY1, version=5))
-    assert t.latest_snapshot().id == 11
-    return Path(t.path)
 
 
 # --- the operations ----------------------------------------------------------------------------
-def _expire(table: Table) -> object:
-    return table.expire_snapshots(retain_max=3, older_than=datetime.now() + timedelta(seconds=1))
-
-
-def _delete_tag(name: str) -> Operation:
-    def delete(table: Table) -> None:
-        table.delete_tag(name)
-
-    return delete
-
-
 def _delete_tag_again(name: str) -> Operation:
     """Deleting the tag again: TagNotFoundError once its file is gone."""
 
@@ -150,43 +80,7 @@ def _delete_tag_again(name: str) -> Operation:
     return delete
 
 
-def _expired(source: Path, tmp_path: Path) -> Path:
-    """A copy of ``source`` after an uninterrupted ``_expire``."""
-    target = _copy(source, tmp_path / "expired")
-    _expire(shoal.open_table(str(target)))
-    return target
-
-
 # --- what a run leaves ---------------------------------------------------------------------------
-def _copy(source: Path, target: Path) -> Path:
-    """A copy of the table at ``source``. Files that shoal never rewrites in place are
-    hard links, which is much faster; the hints, rewritten in place, are copied."""
-    shutil.copytree(source, target, copy_function=_link_unless_hint)
-    return target
-
-
-def _link_unless_hint(source: str, target: str) -> None:
-    if os.path.basename(source) in (EARLIEST, LATEST):
-        shutil.copy2(source, target)
-    else:
-        os.link(source, target)
-
-
-def _tree(root: Path) -> set[str]:
-    """Every file and directory under ``root``, relative (directories end in "/")."""
-    out: set[str] = set()
-    for directory, dirs, files in os.walk(root):
-        relative = os.path.relpath(directory, root)
-        base = "" if relative == "." else f"{relative}/"
-        out.update(f"{base}{d}/" for d in dirs)
-        out.update(f"{base}{f}" for f in files)
-    return out
-
-
-def _open_on(file_io: FaultyFileIO, path: Path) -> Table:
-    return Table._open(file_io, str(path), str(path), None)
-
-
 @dataclass(frozen=True)
 class Case:
     """A table, its rows before the operation, and what an uninterrupted run leaves."""
@@ -196,7 +90,7 @@ class Case:
     kept_snapshots: list[int]  # the snapshots the operation keeps
     kept_tags: set[str]  # the tags the operation keeps
     latest: int
-    tree: set[str]  # _tree() after an uninterrupted run
+    tree: set[str]  # tree() after an uninterrupted run
     calls: list[tuple[str, str]]  # mutating FileIO calls of an uninterrupted run
 
     @staticmethod
@@ -205,8 +99,8 @@ class Case:
         before = shoal.open_table(str(source))
         rows = rows_of_every_root(before)
         counter = FaultyFileIO()
-        reference = _copy(source, scratch)
-        operation(_open_on(counter, reference))
+        reference = copy_table(source, scratch)
+        operation(open_on(counter, reference))
         after = shoal.open_table(str(reference))
         case = Case(
             source=source,
@@ -214,7 +108,7 @@ class Case:
             kept_snapshots=[s.id for s in after.snapshots()],
             kept_tags={tag.name for tag in after.list_tags()},
             latest=before.latest_snapshot().id,
-            tree=_tree(reference),
+            tree=tree(reference),
             calls=[(method, os.path.relpath(path, reference)) for method, path in counter.log],
         )
         assert case.calls
@@ -224,36 +118,7 @@ class Case:
         return case
 
 
-@dataclass(frozen=True)
-class Fault:
-    mode: Mode
-    reverse: bool = False  # the I/O pool runs each batch newest first
-    partial: bool = False  # a crashing write writes half its bytes first
-
-    def __str__(self) -> str:
-        return "-".join([self.mode] + ["reversed"] * self.reverse + ["partial"] * self.partial)
-
-
 FAULTS = [Fault("fail"), Fault("crash"), Fault("crash", reverse=True)]
-
-
-def _run_with_fault(
-    work: Path, operation: Operation, file_io: FaultyFileIO, fault: Fault
-) -> BaseException | None:
-    """Run ``operation`` over ``file_io`` on ``work``; the exception it ended with."""
-    table = _open_on(file_io, work)
-    outcome: BaseException | None = None
-    with ordered_io_pool(reverse=fault.reverse):
-        try:
-            operation(table)
-        except (Crash, OSError, ShoalError) as exc:
-            outcome = exc
-    file_io.settle()
-    assert file_io.fired, f"the operation made fewer than {file_io.fail_at} mutating calls"
-    if file_io.mode == "crash":
-        # A crash is not an error any code path may handle: it must end the operation.
-        assert isinstance(outcome, Crash), f"the operation survived a crash: {outcome!r}"
-    return outcome
 
 
 def _check_reads(case: Case, table: Table, where: str) -> None:
@@ -263,13 +128,11 @@ def _check_reads(case: Case, table: Table, where: str) -> None:
     assert case.kept_tags <= tags, where
     for snapshot_id in case.kept_snapshots:
         rows = table.to_arrow(snapshot_id=snapshot_id)
-        assert _sorted(rows) == case.rows[f"s{snapshot_id}"], f"{where}: snapshot {snapshot_id}"
+        assert sorted_rows(rows) == case.rows[f"s{snapshot_id}"], f"{where}: snapshot {snapshot_id}"
     for name in tags:
-        assert _sorted(table.to_arrow(tag=name)) == case.rows[f"t:{name}"], f"{where}: tag {name}"
-
-
-def _sorted(rows: pa.Table) -> list[dict[str, object]]:
-    return rows.sort_by([(n, "ascending") for n in rows.column_names]).to_pylist()
+        assert sorted_rows(table.to_arrow(tag=name)) == case.rows[f"t:{name}"], (
+            f"{where}: tag {name}"
+        )
 
 
 def _check_leftovers(case: Case, work: Path, where: str) -> None:
@@ -277,17 +140,17 @@ def _check_leftovers(case: Case, work: Path, where: str) -> None:
     is there, and the others are unreferenced: orphan cleanup removes them, except the
     data files that a DELETE entry of a manifest still in use names (orphan cleanup
     counts those as used, as Paimon's does, until manifest compaction drops the entry)."""
-    tree = _tree(work)
-    assert case.tree <= tree, f"{where}: missing {sorted(case.tree - tree)}"
-    leftovers = _files(tree - case.tree)
+    left = tree(work)
+    assert case.tree <= left, f"{where}: missing {sorted(case.tree - left)}"
+    leftovers = only_files(left - case.tree)
     table = shoal.open_table(str(work))
     referenced = {os.path.relpath(p, work) for p in reachable(table)}
     assert not leftovers & referenced, f"{where}: referenced {sorted(leftovers & referenced)}"
     named = _named_by_delete_entries(table)
-    result = _remove_orphans(table, age=True)
+    result = remove_orphans(table, age=True)
     removed = {os.path.relpath(p, work) for p in result.paths}
     assert leftovers - named == removed - named, where
-    assert _files(_tree(work)) == _files(case.tree) | (leftovers - removed), where
+    assert only_files(tree(work)) == only_files(case.tree) | (leftovers - removed), where
 
 
 def _named_by_delete_entries(table: Table) -> set[str]:
@@ -307,27 +170,6 @@ def _named_by_delete_entries(table: Table) -> set[str]:
     return out
 
 
-def _files(tree: set[str]) -> set[str]:
-    return {f for f in tree if not f.endswith("/")}
-
-
-def _remove_orphans(table: Table, *, age: bool = False) -> OrphanFilesResult:
-    """Orphan cleanup with the threshold at now; ``age`` makes every file and directory
-    an hour old first, as if the run came later (a directory that a deletion touched is
-    new again, and cleanup leaves new directories alone)."""
-    if age:
-        _age_tree(Path(table.path))
-    return table.remove_orphan_files(older_than=datetime.now())
-
-
-def _age_tree(root: Path) -> None:
-    """Make every file and directory under ``root`` an hour old."""
-    an_hour_ago = time.time() - 3600
-    for directory, dirs, files in os.walk(root):
-        for name in dirs + files:
-            os.utime(os.path.join(directory, name), (an_hour_ago, an_hour_ago))
-
-
 def _sweep(
     case: Case,
     operation: Operation,
@@ -345,9 +187,9 @@ def _sweep(
     faults = [n for n, (method, _) in enumerate(case.calls, 1) if only(method)]
     assert faults
     for n in faults:
-        work = _copy(case.source, scratch / f"fault-{n}")
+        work = copy_table(case.source, scratch / f"fault-{n}")
         file_io = FaultyFileIO(n, fault.mode, partial=fault.partial)
-        outcome = _run_with_fault(work, operation, file_io, fault)
+        outcome = run_with_fault(work, operation, file_io, fault)
         method, path = file_io.log[n - 1]
         where = (
             f"{fault} at call {n}/{len(case.calls)} ({method} {os.path.relpath(path, work)}; "
@@ -370,9 +212,9 @@ def _check(
     if leftovers_allowed:
         _check_leftovers(case, work, where)
         return
-    tree = _tree(work)
-    assert tree == case.tree, (
-        f"{where}: left {sorted(tree - case.tree)}, lost {sorted(case.tree - tree)}"
+    left = tree(work)
+    assert left == case.tree, (
+        f"{where}: left {sorted(left - case.tree)}, lost {sorted(case.tree - left)}"
     )
 
 
@@ -432,38 +274,38 @@ def test_a_failure_is_one_ordinary_error(tmp_path: Path) -> None:
 # --- expiration ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def append_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _append_table(tmp_path_factory.mktemp("append"))
+    return append_table(tmp_path_factory.mktemp("append"))
 
 
 @pytest.fixture(scope="module")
 def primary_key_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _primary_key_table(tmp_path_factory.mktemp("pk"))
+    return primary_key_table(tmp_path_factory.mktemp("pk"))
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=str)
 def test_expire_snapshots_of_an_append_table(
     append_source: Path, tmp_path: Path, fault: Fault
 ) -> None:
-    case = Case.prepare(append_source, _expire, tmp_path / "reference")
+    case = Case.prepare(append_source, expire, tmp_path / "reference")
     assert case.kept_snapshots == [10, 11, 12]
     assert case.kept_tags == {"first", "middle", "recent"}
-    _sweep(case, _expire, tmp_path, fault)
+    _sweep(case, expire, tmp_path, fault)
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=str)
 def test_expire_snapshots_of_a_primary_key_table(
     primary_key_source: Path, tmp_path: Path, fault: Fault
 ) -> None:
-    case = Case.prepare(primary_key_source, _expire, tmp_path / "reference")
+    case = Case.prepare(primary_key_source, expire, tmp_path / "reference")
     assert case.kept_snapshots == [9, 10, 11]
     assert case.kept_tags == {"before-compaction", "after-delete", "recent"}
-    _sweep(case, _expire, tmp_path, fault)
+    _sweep(case, expire, tmp_path, fault)
 
 
 def test_expire_snapshots_with_partial_writes(append_source: Path, tmp_path: Path) -> None:
-    case = Case.prepare(append_source, _expire, tmp_path / "reference")
+    case = Case.prepare(append_source, expire, tmp_path / "reference")
     fault = Fault("crash", partial=True)
-    _sweep(case, _expire, tmp_path, fault, only=WRITES.__contains__)  # the EARLIEST hint
+    _sweep(case, expire, tmp_path, fault, only=WRITES.__contains__)  # the EARLIEST hint
 
 
 def test_a_commit_cut_short_by_a_partial_write_is_invisible(
@@ -472,25 +314,25 @@ def test_a_commit_cut_short_by_a_partial_write_is_invisible(
     """Not a cleanup, but what cleanup runs after: a commit dying half-way through any
     of its writes (data file, manifest, manifest list, snapshot, hint) leaves the table
     as it was or fully committed, never a half-written snapshot; the next commit works."""
-    new_rows = _rows([20, 21], DAY4)
+    new_rows = rows([20, 21], DAY4)
     source = shoal.open_table(str(append_source))
     before = rows_of_every_root(source)
-    after = _sorted(pa.concat_tables([source.to_arrow(), new_rows]))
+    after = sorted_rows(pa.concat_tables([source.to_arrow(), new_rows]))
     counter = FaultyFileIO()
-    _open_on(counter, _copy(append_source, tmp_path / "reference")).append(new_rows)
+    open_on(counter, copy_table(append_source, tmp_path / "reference")).append(new_rows)
     assert {"open_output_stream", "write_bytes", "try_create"} <= {m for m, _ in counter.log}
     for n in range(1, counter.calls + 1):
-        work = _copy(append_source, tmp_path / f"fault-{n}")
+        work = copy_table(append_source, tmp_path / f"fault-{n}")
         file_io = FaultyFileIO(n, "crash", partial=True)
         with pytest.raises(Crash):
-            _open_on(file_io, work).append(new_rows)
+            open_on(file_io, work).append(new_rows)
         file_io.settle()
         table = shoal.open_table(str(work))
         committed = table.latest_snapshot().id == 13
         assert rows_of_every_root(table) == {**before, **({"s13": after} if committed else {})}, n
         if not committed:
             table.append(new_rows)
-            assert _sorted(shoal.open_table(str(work)).to_arrow()) == after, n
+            assert sorted_rows(shoal.open_table(str(work)).to_arrow()) == after, n
         shutil.rmtree(work)
 
 
@@ -508,13 +350,13 @@ def test_delete_tag_of_an_expired_snapshot(
     sources: dict[str, Path], tmp_path: Path, target: tuple[str, str], fault: Fault
 ) -> None:
     table, tag = target
-    source = _expired(sources[table], tmp_path)
-    case = Case.prepare(source, _delete_tag(tag), tmp_path / "reference")
+    source = expired(sources[table], tmp_path / "expired")
+    case = Case.prepare(source, delete_tag(tag), tmp_path / "reference")
     assert tag not in case.kept_tags
     assert len(case.calls) > 3  # the tag file, data files and manifests
     _sweep(
         case,
-        _delete_tag(tag),
+        delete_tag(tag),
         tmp_path,
         fault,
         rerun=_delete_tag_again(tag),
@@ -523,29 +365,11 @@ def test_delete_tag_of_an_expired_snapshot(
 
 
 # --- orphan cleanup ------------------------------------------------------------------------------
-def _with_orphans(source: Path, tmp_path: Path) -> Path:
-    """A copy of ``source`` after ``_expire``, with the orphans of an interrupted tag
-    deletion and of a commit that died before publishing its snapshot; everything
-    under it an hour old."""
-    target = _expired(source, tmp_path)
-    with pytest.raises(Crash):  # the tag file goes, its files stay
-        _delete_tag("middle")(_open_on(FaultyFileIO(2), target))
-    counter = FaultyFileIO()
-    scratch = _copy(target, tmp_path / "commit")
-    _open_on(counter, scratch).append(_rows([30], DAY1))
-    shutil.rmtree(scratch)
-    publish = [method for method, _ in counter.log].index("try_create") + 1
-    with pytest.raises(Crash):  # a data file, manifests and lists, but no snapshot
-        _open_on(FaultyFileIO(publish), target).append(_rows([30], DAY1))
-    _age_tree(target)
-    return target
-
-
 @pytest.mark.parametrize("fault", FAULTS, ids=str)
 def test_remove_orphan_files(append_source: Path, tmp_path: Path, fault: Fault) -> None:
-    source = _with_orphans(append_source, tmp_path)
-    case = Case.prepare(source, _remove_orphans, tmp_path / "reference")
+    source = with_orphans(append_source, tmp_path)
+    case = Case.prepare(source, remove_orphans, tmp_path / "reference")
     assert case.kept_snapshots == [10, 11, 12]
     assert case.kept_tags == {"first", "recent"}
     assert len(case.calls) >= 8  # the tag's data file, manifests and lists, the commit's
-    _sweep(case, _remove_orphans, tmp_path, fault, rerun=lambda t: _remove_orphans(t, age=True))
+    _sweep(case, remove_orphans, tmp_path, fault, rerun=lambda t: remove_orphans(t, age=True))

@@ -10,6 +10,7 @@ from typing import Any
 import fastavro
 import pytest
 
+from shoal.errors import CorruptMetadataError
 from shoal.spec import binary_row
 from shoal.spec import manifest as M
 from shoal.spec import types as T
@@ -247,16 +248,17 @@ def test_manifest_written_without_newer_nullable_fields_reads() -> None:
     [b"", b"not avro at all", b"Obj\x01garbage"],
     ids=["empty", "text", "bad-header"],
 )
-def test_decoding_garbage_raises_value_error(data: bytes) -> None:
-    with pytest.raises(ValueError, match="not an Avro manifest"):
-        M.decode_manifest(data)
-    with pytest.raises(ValueError, match="not an Avro manifest"):
+def test_decoding_garbage_raises_corrupt_metadata(data: bytes) -> None:
+    with pytest.raises(CorruptMetadataError, match="not an Avro manifest") as info:
+        M.decode_manifest(data, "/t/manifest/manifest-x-0")
+    assert info.value.path == "/t/manifest/manifest-x-0"
+    with pytest.raises(CorruptMetadataError, match="not an Avro manifest"):
         M.decode_manifest_list(data)
 
 
-def test_truncated_manifest_raises_value_error() -> None:
+def test_truncated_manifest_raises_corrupt_metadata() -> None:
     data = M.encode_manifest(ENTRIES)
-    with pytest.raises(ValueError, match="not an Avro manifest"):
+    with pytest.raises(CorruptMetadataError, match="not an Avro manifest"):
         M.decode_manifest(data[: len(data) - 20])
 
 

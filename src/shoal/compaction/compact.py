@@ -24,7 +24,12 @@ from shoal.compaction.event_time import event_time_compaction
 from shoal.compaction.rewrite import rewrite
 from shoal.compaction.runs import CompactStrategy, CompactUnit, sorted_runs
 from shoal.compaction.strategies import strategy_for
-from shoal.errors import CommitConflictError, InvalidArgumentError
+from shoal.errors import (
+    CommitConflictError,
+    CorruptDataFileError,
+    CorruptMetadataError,
+    InvalidArgumentError,
+)
 from shoal.io import bounded_map, cpu_parallelism
 from shoal.spec.data_file import DataFileMeta
 from shoal.spec.snapshot import Snapshot
@@ -168,10 +173,18 @@ def _compact_once(
     latest = store.snapshots.latest()
     if latest is None:
         return CompactResult(None, 0, 0)
-    tasks = plan(store, latest, strategy, buckets)
-    if not tasks:
-        return CompactResult(None, 0, 0)
-    messages = rewrite_all(store, tasks)
+    try:
+        tasks = plan(store, latest, strategy, buckets)
+        if not tasks:
+            return CompactResult(None, 0, 0)
+        messages = rewrite_all(store, tasks)
+    except (CorruptMetadataError, CorruptDataFileError) as exc:
+        if not store.snapshots.superseded(latest.id):
+            raise
+        # Its files went with it only once a newer snapshot had replaced them.
+        raise CommitConflictError(
+            f"snapshot {latest.id} expired while this compaction read it; plan again"
+        ) from exc
     snapshot = committer.commit(
         messages, kind="COMPACT", allow_empty=True, alone_since=latest.id if exclusive else None
     )

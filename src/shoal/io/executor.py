@@ -22,14 +22,19 @@ class _Pool:
     pid = 0
 
 
+def io_threads() -> int:
+    """How many threads the I/O pool runs: ``SHOAL_IO_THREADS``, or four per core up
+    to 32 (also the size of a network client's connection pool)."""
+    return int(os.environ.get("SHOAL_IO_THREADS", "0")) or min(32, 4 * (os.cpu_count() or 1))
+
+
 def io_pool() -> ThreadPoolExecutor:
     """The process-wide I/O pool (re-created after a fork)."""
     with _Pool.lock:
         if _Pool.executor is None or _Pool.pid != os.getpid():
-            workers = int(os.environ.get("SHOAL_IO_THREADS", "0")) or min(
-                32, 4 * (os.cpu_count() or 1)
+            _Pool.executor = ThreadPoolExecutor(
+                max_workers=io_threads(), thread_name_prefix="shoal-io"
             )
-            _Pool.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shoal-io")
             _Pool.pid = os.getpid()
         return _Pool.executor
 

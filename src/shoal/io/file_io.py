@@ -2,7 +2,9 @@
 
 Paths are the filesystem's own (absolute OS paths for the local disk,
 ``bucket/key`` for S3). :func:`file_io_for` turns a user's URI or path into a
-FileIO and such a path.
+FileIO and such a path: :class:`LocalFileIO` for the local disk,
+:class:`~shoal.io.s3_file_io.S3FileIO` for ``s3://`` URIs, the generic
+:class:`FileIO` over ``pyarrow.fs`` for any other filesystem pyarrow knows.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ import contextlib
 import logging
 import os
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+
+from shoal.io.executor import io_map
 
 logger = logging.getLogger(__name__)
 
@@ -28,14 +33,29 @@ class FileStatus:
     is_dir: bool
 
 
+class DeleteError(OSError):
+    """Some files of a :meth:`FileIO.delete_many` could not be deleted; every other
+    path was tried, and ``deleted`` of them were deleted."""
+
+    def __init__(self, failed: Mapping[str, str], deleted: int) -> None:
+        first = next(iter(failed.items()), ("", ""))
+        super().__init__(f"could not delete {len(failed)} file(s), such as {first[0]}: {first[1]}")
+        self.failed = dict(failed)  # path -> why it could not be deleted
+        self.deleted = deleted
+
+    def __reduce__(self) -> tuple[type[DeleteError], tuple[dict[str, str], int]]:
+        return DeleteError, (self.failed, self.deleted)  # picklable for remote tasks
+
+
 class FileIO:
     """File operations over any ``pyarrow.fs`` filesystem.
 
-    ``try_create`` here checks, then writes: object stores reached through
-    ``pyarrow.fs`` offer no conditional put, so two writers racing for the same
-    snapshot id can both succeed. Concurrent writers on such a store need one
-    writer process at a time (or an external lock); the local filesystem has a
-    truly atomic create (:class:`LocalFileIO`).
+    ``try_create`` here checks, then writes: ``pyarrow.fs`` offers no conditional
+    put, so two writers racing for the same snapshot id can both succeed. Concurrent
+    writers on such a filesystem need one writer process at a time (or an external
+    lock). The local disk (:class:`LocalFileIO`) and S3
+    (:class:`~shoal.io.s3_file_io.S3FileIO`, a conditional put) have a truly atomic
+    create: ``atomic_create`` says which.
     """
 
     atomic_create = False
@@ -84,6 +104,30 @@ class FileIO:
         except FileNotFoundError:
             return False
         return True
+
+    def delete_many(self, paths: Sequence[str]) -> int:
+        """Delete the files at ``paths``; returns how many were deleted (an absent file
+        is skipped, as by :meth:`delete`; a store whose batch delete cannot tell an
+        absent file from a deleted one counts it).
+
+        No order among the paths is promised: a caller that needs one deletes in
+        steps, one call per step. Every path is tried (on the I/O pool where deletes
+        gain from it); if some could not be deleted, :class:`DeleteError` names them
+        once the others are done. This implementation calls :meth:`delete` once per
+        path; object stores override it with their batch delete."""
+
+        def attempt(path: str) -> bool | OSError:
+            try:
+                return self.delete(path)
+            except OSError as exc:
+                return exc
+
+        outcomes = io_map(attempt, paths, concurrent=self.concurrent_deletes)
+        failed = {p: str(o) for p, o in zip(paths, outcomes, strict=True) if isinstance(o, OSError)}
+        deleted = sum(o is True for o in outcomes)
+        if failed:
+            raise DeleteError(failed, deleted)
+        return deleted
 
     def delete_dir(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -200,7 +244,14 @@ class LocalFileIO(FileIO):
 
 
 def file_io_for(uri: str) -> tuple[FileIO, str]:
-    """The FileIO for a URI or plain path, and the path within its filesystem."""
+    """The FileIO for a URI or plain path, and the path within its filesystem.
+
+    ``s3://bucket/path`` gives an :class:`~shoal.io.s3_file_io.S3FileIO` configured
+    from the usual AWS environment variables (it needs boto3: ``shoal[s3]``)."""
+    if uri.startswith("s3://"):
+        from shoal.io.s3_file_io import s3_file_io_for
+
+        return s3_file_io_for(uri)
     if "://" not in uri or uri.startswith("file://"):
         local = uri[len("file://") :] if uri.startswith("file://") else uri
         return LocalFileIO(), os.path.abspath(os.path.expanduser(local))

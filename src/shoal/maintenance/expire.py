@@ -33,9 +33,10 @@ snapshot files, hint) means a crash at any point leaves every retained snapshot 
 tag readable, and running expiration again finishes the job.
 
 The deletes of data files, manifests and manifest lists go through a
-:data:`BulkDelete` (by default :func:`delete_paths` on the I/O pool), so that a
-distributed job can run them elsewhere; each batch finishes before the next starts,
-which keeps the order.
+:data:`BulkDelete` (by default :func:`delete_paths`: ``FileIO.delete_many``, batched
+on object stores), so that a distributed job can run them elsewhere; each batch
+finishes before the next starts, which keeps the order. Snapshot files go one at a
+time, oldest first.
 """
 
 from __future__ import annotations
@@ -441,8 +442,10 @@ def _manifest_names(
 
 # --- deleting ------------------------------------------------------------------------------------
 def delete_paths(file_io: FileIO, paths: Sequence[str]) -> int:
-    """Delete ``paths`` on the I/O pool; returns how many were there to delete."""
-    return sum(io_map(file_io.delete, paths, concurrent=file_io.concurrent_deletes))
+    """Delete ``paths`` with ``FileIO.delete_many`` (batched on object stores, on the I/O
+    pool); returns how many were there to delete. Raises OSError (``DeleteError``) when
+    some could not be deleted, after trying them all."""
+    return file_io.delete_many(paths)
 
 
 def _delete_some(delete: BulkDelete, paths: list[str]) -> int:

@@ -52,7 +52,7 @@ from shoal.errors import (
     InvalidArgumentError,
     SnapshotNotFoundError,
 )
-from shoal.io import FileIO, FileStatus, io_map
+from shoal.io import DeleteError, FileIO, FileStatus, io_map
 from shoal.spec.snapshot import Snapshot
 from shoal.table.paths import BUCKET_PREFIX, SNAPSHOT_PREFIX, PathFactory
 from shoal.table.snapshot_manager import EARLIEST, LATEST, SnapshotManager
@@ -361,20 +361,16 @@ def protected_directories(store: FileStore, roots: Iterable[Snapshot]) -> list[s
 
 # --- step 4: deleting ------------------------------------------------------------------------
 def delete_files(file_io: FileIO, files: Sequence[FileStatus]) -> list[FileStatus]:
-    """Delete ``files`` on the I/O pool; returns those that were deleted (a file gone
-    already or that cannot be deleted is left, with a warning for the latter)."""
-    done = io_map(
-        lambda f: _delete_quietly(file_io, f.path), files, concurrent=file_io.concurrent_deletes
-    )
-    return [f for f, ok in zip(files, done, strict=True) if ok]
-
-
-def _delete_quietly(file_io: FileIO, path: str) -> bool:
+    """Delete ``files`` with ``FileIO.delete_many`` (batched on object stores, on the
+    I/O pool); returns those deleted or found gone. A file that cannot be deleted is
+    left, with a warning."""
     try:
-        return file_io.delete(path)
-    except OSError as exc:
-        logger.warning("could not delete orphan file %s: %s", path, exc)
-        return False
+        file_io.delete_many([f.path for f in files])
+    except DeleteError as exc:
+        for path, reason in exc.failed.items():
+            logger.warning("could not delete orphan file %s: %s", path, reason)
+        return [f for f in files if f.path not in exc.failed]
+    return list(files)
 
 
 def remove_empty_directories(

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from shoal import options as O
-from shoal.errors import CommitConflictError, InvalidArgumentError
+from shoal.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError
 from shoal.options import parse_duration
 from shoal.spec.data_file import DataFileMeta
 from shoal.spec.snapshot import Snapshot
@@ -68,10 +68,17 @@ def expire_partitions(
             f"table {store.uri!r} is not partitioned; partition expiration needs partition keys"
         )
     cutoff = local_naive(now or datetime.now()) - _expiration_time(store, expiration_time)
-    latest = store.snapshots.latest()
-    if latest is None:
-        return []
-    expired = _expired(store, latest, cutoff)
+    for attempt in range(3):
+        latest = store.snapshots.latest()
+        if latest is None:
+            return []
+        try:
+            expired = _expired(store, latest, cutoff)
+            break
+        except CorruptMetadataError:
+            # The latest snapshot expired while it was read: a newer one is there.
+            if not store.snapshots.superseded(latest.id) or attempt == 2:
+                raise
     if not expired:
         return []
     committer.commit([], overwrite=frozenset(expired).__contains__)

@@ -1,10 +1,13 @@
 """Rolling a table back to a snapshot or a tag.
 
-Snapshots after the target go, newest first (so what remains is always a continuous
-history a reader can open), then tags of those snapshots, then the LATEST hint moves.
-A tag whose snapshot has expired brings it back: the tag file holds the whole
-snapshot. Data files and manifests are never deleted here; once nothing reaches
-them, orphan cleanup removes them. Run it while no writer commits to the table.
+Snapshots after the target go oldest first and the newest last: the latest snapshot
+is the newest snapshot file, so until that last delete a reader sees the table as it
+was, and after it as rolled back; never one of the snapshots in between. Then the tags
+of the dropped snapshots go (a crash before leaves them, still readable, and running
+the rollback again removes them), then the hints move. A tag whose snapshot has
+expired brings it back first: the tag file holds the whole snapshot. Data files and
+manifests are never deleted here; once nothing reaches them, orphan cleanup removes
+them. Run it while no writer commits to the table.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def rollback(
     latest = snapshots.latest_id()
     if latest is None:
         raise SnapshotNotFoundError("the table has no snapshot")
-    for later in range(latest, target.id, -1):
+    for later in range(target.id + 1, latest + 1):  # the newest last: the switch
         store.file_io.delete(store.paths.snapshot_path(later))
         snapshots.forget(later)
     for later_tag, _ in tags.tags():

@@ -18,8 +18,13 @@ from __future__ import annotations
 
 import logging
 
-from shoal.errors import TagAlreadyExistsError, TagNotFoundError
-from shoal.io import io_map
+from shoal.errors import (
+    CorruptMetadataError,
+    SnapshotNotFoundError,
+    TagAlreadyExistsError,
+    TagNotFoundError,
+)
+from shoal.io import LocalFileIO, io_map
 from shoal.spec.snapshot import Snapshot
 from shoal.spec.tag import Tag, validate_tag_name
 from shoal.table.paths import data_file_path
@@ -36,17 +41,25 @@ def delete_tag(store: FileStore, name: str) -> Tag:
     Raises TagNotFoundError.
     """
     tags = TagManager(store.file_io, store.paths)
-    tag, snapshot = tags.get(name)
-    others = [(t, s) for t, s in tags.tags() if t.name != name]
-    sole_holder = not store.snapshots.exists(snapshot.id) and all(
-        t.snapshot_id != snapshot.id for t, _ in others
-    )
-    # Everything is read before anything is deleted: unreadable metadata deletes nothing.
-    doomed = (
-        _unreferenced(store, snapshot, _neighbours(store, snapshot, others))
-        if (sole_holder)
-        else ([], [])
-    )
+    for attempt in range(3):
+        tag, snapshot = tags.get(name)
+        others = [(t, s) for t, s in tags.tags() if t.name != name]
+        sole_holder = not store.snapshots.exists(snapshot.id) and all(
+            t.snapshot_id != snapshot.id for t, _ in others
+        )
+        # Everything is read before anything is deleted: unreadable metadata deletes
+        # nothing. A neighbour that expires (or whose tag goes) while it is read is
+        # replaced by the next one: read them again.
+        try:
+            doomed = (
+                _unreferenced(store, snapshot, _neighbours(store, snapshot, others))
+                if sole_holder
+                else ([], [])
+            )
+            break
+        except (CorruptMetadataError, SnapshotNotFoundError):
+            if attempt == 2:
+                raise
     if not store.file_io.delete(store.paths.tag_path(name)):
         raise TagNotFoundError(name)  # removed concurrently
     data_files, metadata_files = doomed
@@ -108,13 +121,30 @@ def _unreferenced(
 
 
 def rename_tag(store: FileStore, old: str, new: str) -> Tag:
-    """Give tag ``old`` the name ``new``: the same file content under the new name,
-    created atomically (TagAlreadyExistsError if taken), then ``old`` goes."""
+    """Give tag ``old`` the name ``new``. Raises TagNotFoundError, or
+    TagAlreadyExistsError when ``new`` is taken.
+
+    On the local disk the tag file is renamed, one step: a crash leaves the tag under
+    one of its names, never both or neither (as Paimon renames it); a tag created
+    under ``new`` by someone else between the check and the rename is replaced, as
+    the filesystem has no rename that refuses an existing target. Object stores have
+    no rename: the new name is created atomically (refusing a taken name), then the
+    old one goes; a crash in between leaves both names on the one snapshot, and
+    deleting the old one finishes the rename."""
     tags = TagManager(store.file_io, store.paths)
     tag, _ = tags.get(old)
     validate_tag_name(new)
-    data = store.file_io.read_bytes(store.paths.tag_path(old))
-    if not store.file_io.try_create(store.paths.tag_path(new), data):
-        raise TagAlreadyExistsError(new)
-    store.file_io.delete(store.paths.tag_path(old))  # the snapshot stays tagged as `new`
+    file_io = store.file_io
+    old_path, new_path = store.paths.tag_path(old), store.paths.tag_path(new)
+    if isinstance(file_io, LocalFileIO):
+        if tags.exists(new):
+            raise TagAlreadyExistsError(new)
+        try:
+            file_io.rename(old_path, new_path)
+        except FileNotFoundError:
+            raise TagNotFoundError(old) from None  # renamed or deleted concurrently
+    else:
+        if not file_io.try_create(new_path, file_io.read_bytes(old_path)):
+            raise TagAlreadyExistsError(new)
+        file_io.delete(old_path)
     return Tag(new, tag.snapshot_id, tag.create_time, tag.time_retained)

@@ -1,20 +1,26 @@
-"""Reading Avro object container files (manifests are small ones, read by the hundred).
+"""Avro object container files (manifests are small ones, read by the hundred).
 
-``fastavro.reader`` parses the writer's schema from every file's header; manifests of
-one table all share a handful of schemas, so this reader parses each schema once and
-decodes the blocks with ``fastavro.schemaless_reader``. Codecs other than null,
-deflate and zstandard go through ``fastavro.reader``.
+Reading: the writer's schema is taken from each file's header, compiled once per
+distinct schema (:mod:`shoal.spec.avro_compiled`), and every block decoded with it.
+Writing: the header of a schema is built once; a file is that header, a fresh sync
+marker and the encoded records in blocks. Codecs other than null, deflate and
+zstandard, and schemas the compiled codecs leave out, go through ``fastavro``.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import struct
 import threading
 import zlib
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import fastavro
+
+from shoal.spec import avro_compiled
 
 try:  # Python 3.14 has zstd in the standard library
     from compression import zstd  # type: ignore[import-not-found]
@@ -23,25 +29,37 @@ except ImportError:  # pragma: no cover - older Pythons use the backport
 
 MAGIC = b"Obj\x01"
 SYNC_SIZE = 16
+# Uncompressed bytes of records per block when writing.
+BLOCK_BYTES = 64 << 10
+_DECODERS: dict[tuple[bytes, str], avro_compiled.Decoder | None] = {}
 _SCHEMAS: dict[bytes, Any] = {}
 _LOCK = threading.Lock()
+# Schemas compiled and kept at most; a table has a handful.
+_MAX_SCHEMAS = 256
 
 
-def read_records(data: bytes) -> list[dict[str, Any]]:
-    """Every record of a container file. Raises ValueError on bytes that are not one."""
+def read_records(data: bytes, keep: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every record of a container file. Raises ValueError on bytes that are not one.
+
+    ``keep`` names the fields to build (nested mappings for nested records, None for a
+    whole value; see :data:`shoal.spec.avro_compiled.Projection`); the others are
+    read past. Records may hold more than ``keep`` names."""
     if data[:4] != MAGIC:
         raise ValueError("not an Avro object container file (bad magic)")
     meta, pos = _header(data)
     codec = meta.get("avro.codec", b"null")
     if codec not in (b"null", b"deflate", b"zstandard"):
         return list(fastavro.reader(io.BytesIO(data)))  # type: ignore[arg-type]
-    schema = _schema(meta["avro.schema"])
+    decode = _decoder(meta["avro.schema"], keep)
+    schema = _schema(meta["avro.schema"]) if decode is None else None
     sync = data[pos : pos + SYNC_SIZE]
     pos += SYNC_SIZE
     records: list[dict[str, Any]] = []
     while pos < len(data):
         count, pos = _long(data, pos)
         size, pos = _long(data, pos)
+        if count < 0 or not 0 <= size <= len(data) - pos:
+            raise ValueError("Avro block header is out of range")
         block = data[pos : pos + size]
         pos += size
         if data[pos : pos + SYNC_SIZE] != sync:
@@ -51,11 +69,127 @@ def read_records(data: bytes) -> list[dict[str, Any]]:
             block = zstd.decompress(block)
         elif codec == b"deflate":
             block = zlib.decompress(block, -15)
+        if count > len(block):  # every record of a manifest takes at least one byte
+            raise ValueError(f"Avro block claims {count} records in {len(block)} bytes")
+        if decode is not None:
+            records.extend(_decode_block(decode, block, count))
+            continue
         buffer = io.BytesIO(block)
+        assert schema is not None
         for _ in range(count):
             record: dict[str, Any] = fastavro.schemaless_reader(buffer, schema, None)  # type: ignore[assignment]
             records.append(record)
     return records
+
+
+def _decode_block(decode: avro_compiled.Decoder, block: bytes, count: int) -> list[Any]:
+    out = []
+    pos = 0
+    try:
+        for _ in range(count):
+            record, pos = decode(block, pos)
+            out.append(record)
+    except (IndexError, OverflowError, UnicodeDecodeError, struct.error) as exc:
+        raise ValueError(f"Avro block does not decode: {exc}") from exc
+    if pos != len(block):
+        raise ValueError("Avro block holds bytes after its records")
+    return out
+
+
+def write_records(schema: dict[str, Any], records: Iterable[Any], codec: str) -> bytes:
+    """A container file of ``records`` (dicts keyed by field name) with ``schema``,
+    compressed with ``codec`` (``null``, ``deflate`` or ``zstandard``)."""
+    writer = _writer(schema, codec)
+    if writer is None:
+        buf = io.BytesIO()
+        fastavro.writer(buf, fastavro.parse_schema(schema), records, codec=codec)
+        return buf.getvalue()
+    header, encode = writer
+    sync = os.urandom(SYNC_SIZE)
+    out = bytearray(header)
+    out += sync
+    block = bytearray()
+    count = 0
+    for record in records:
+        encode(record, block)
+        count += 1
+        if len(block) >= BLOCK_BYTES:
+            _write_block(out, block, count, codec, sync)
+            block, count = bytearray(), 0
+    if count:
+        _write_block(out, block, count, codec, sync)
+    return bytes(out)
+
+
+def _write_block(out: bytearray, block: bytearray, count: int, codec: str, sync: bytes) -> None:
+    data: bytes = bytes(block)
+    if codec == "zstandard":
+        data = zstd.compress(data)
+    elif codec == "deflate":
+        compressor = zlib.compressobj(wbits=-15)
+        data = compressor.compress(data) + compressor.flush()
+    avro_compiled.write_long(out, count)
+    avro_compiled.write_long(out, len(data))
+    out += data
+    out += sync
+
+
+# Keyed by the schema object's identity (callers pass module-level constants); the
+# schema is kept in the value so its id cannot be reused by another object.
+_WRITERS: dict[tuple[int, str], tuple[Any, tuple[bytes, avro_compiled.Encoder] | None]] = {}
+
+
+def _writer(schema: dict[str, Any], codec: str) -> tuple[bytes, avro_compiled.Encoder] | None:
+    """The header (magic and metadata) and record encoder for ``schema`` and ``codec``;
+    None when the compiled codecs do not cover them."""
+    key = (id(schema), codec)
+    cached = _WRITERS.get(key)
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    writer: tuple[bytes, avro_compiled.Encoder] | None = None
+    if codec in ("null", "deflate", "zstandard"):
+        try:
+            encode = avro_compiled.compile_encoder(schema)
+        except avro_compiled.UnsupportedSchemaError:
+            pass
+        else:
+            # The schema text exactly as fastavro writes it into a header.
+            empty = io.BytesIO()
+            fastavro.writer(empty, fastavro.parse_schema(schema), [], codec=codec)
+            meta, _ = _header(empty.getvalue())
+            # Files written with this header are read back with the same schema.
+            _decoder(meta["avro.schema"])
+            header = bytearray(MAGIC)
+            avro_compiled.write_long(header, len(meta))
+            for name, value in meta.items():
+                for part in (name.encode(), value):
+                    avro_compiled.write_long(header, len(part))
+                    header += part
+            header.append(0)
+            writer = bytes(header), encode
+    with _LOCK:
+        _WRITERS[key] = (schema, writer)
+    return writer
+
+
+def prepare(schema: dict[str, Any], codec: str = "zstandard") -> None:
+    """Compile the codecs of ``schema`` now (at import) rather than on first use."""
+    _writer(schema, codec)
+
+
+def _decoder(text: bytes, keep: Mapping[str, Any] | None = None) -> avro_compiled.Decoder | None:
+    key = (text, "" if keep is None else json.dumps(keep, sort_keys=True))
+    if key in _DECODERS:
+        return _DECODERS[key]
+    try:
+        decode: avro_compiled.Decoder | None = avro_compiled.compile_decoder(json.loads(text), keep)
+    except (avro_compiled.UnsupportedSchemaError, KeyError, TypeError, AttributeError):
+        decode = None  # fastavro reads it, or says what is wrong with it
+    with _LOCK:
+        if len(_DECODERS) >= _MAX_SCHEMAS:  # files with ever new (damaged) schemas
+            _DECODERS.clear()
+        _DECODERS[key] = decode
+    return decode
 
 
 def _header(data: bytes) -> tuple[dict[str, bytes], int]:
@@ -70,12 +204,20 @@ def _header(data: bytes) -> tuple[dict[str, bytes], int]:
             _, pos = _long(data, pos)
             count = -count
         for _ in range(count):
-            key_size, pos = _long(data, pos)
+            key_size, pos = _size(data, pos)
             key = data[pos : pos + key_size].decode()
             pos += key_size
-            value_size, pos = _long(data, pos)
+            value_size, pos = _size(data, pos)
             meta[key] = data[pos : pos + value_size]
             pos += value_size
+
+
+def _size(data: bytes, pos: int) -> tuple[int, int]:
+    """A length at ``pos`` that must fit in the bytes after it."""
+    size, pos = _long(data, pos)
+    if not 0 <= size <= len(data) - pos:
+        raise ValueError("Avro header holds a length beyond the end of the file")
+    return size, pos
 
 
 def _long(data: bytes, pos: int) -> tuple[int, int]:
@@ -90,6 +232,8 @@ def _long(data: bytes, pos: int) -> tuple[int, int]:
         if byte < 0x80:
             return (result >> 1) ^ -(result & 1), pos
         shift += 7
+        if shift > 63:
+            raise ValueError("Avro varint longer than 10 bytes")
 
 
 def _schema(text: bytes) -> Any:
@@ -97,5 +241,7 @@ def _schema(text: bytes) -> Any:
     if parsed is None:
         parsed = fastavro.parse_schema(json.loads(text))
         with _LOCK:
+            if len(_SCHEMAS) >= _MAX_SCHEMAS:
+                _SCHEMAS.clear()
             _SCHEMAS[text] = parsed
     return parsed

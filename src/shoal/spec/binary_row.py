@@ -205,12 +205,15 @@ def deserialize(data: bytes, types: Sequence[T.DataType]) -> tuple[Any, ...]:
         raise ValueError(f"binary row of {len(data)} bytes cannot hold {arity} fields")
     row = memoryview(data)[4:]
     out: list[Any] = []
-    for i, t in enumerate(types):
-        is_null = i >= arity or row[(i + 8) >> 3] & (1 << ((i + 8) & 7))
-        if is_null or not isinstance(t, T.AtomicType):
-            out.append(None)
-        else:
-            out.append(_decode_value(row, width + 8 * i, t))
+    try:
+        for i, t in enumerate(types):
+            is_null = i >= arity or row[(i + 8) >> 3] & (1 << ((i + 8) & 7))
+            if is_null or not isinstance(t, T.AtomicType):
+                out.append(None)
+            else:
+                out.append(_decode_value(row, width + 8 * i, t))
+    except (OverflowError, IndexError, struct.error) as exc:  # a date or time out of range
+        raise ValueError(f"binary row holds a value out of range: {exc}") from None
     return tuple(out)
 
 
@@ -235,7 +238,7 @@ def _decode_value(row: memoryview, slot: int, t: T.AtomicType) -> Any:
             unscaled = word
         else:
             offset, length = word >> 32, word & 0xFFFFFFFF
-            if length > 16 or offset + length > len(row):
+            if length > 16 or offset < 0 or offset + length > len(row):
                 raise ValueError("decimal field points past the end of the row")
             unscaled = int.from_bytes(row[offset : offset + length], "big", signed=True)
         return Decimal(unscaled).scaleb(-t.scale, _DECIMALS)
@@ -244,7 +247,7 @@ def _decode_value(row: memoryview, slot: int, t: T.AtomicType) -> Any:
         if is_compact_timestamp(t.precision or 0):
             return millis_to_datetime(word, utc=utc)
         offset, nanos = word >> 32, word & 0xFFFFFFFF
-        if offset + 8 > len(row):
+        if offset < 0 or offset + 8 > len(row):
             raise ValueError("timestamp field points past the end of the row")
         return millis_to_datetime(_LONG.unpack_from(row, offset)[0], nanos, utc=utc)
     raise AssertionError(root)
@@ -256,7 +259,7 @@ def _var_bytes(row: memoryview, slot: int) -> bytes:
         return bytes(row[slot : slot + (mark & 0x7F)])
     word = _LONG.unpack_from(row, slot)[0]
     offset, length = word >> 32, word & 0xFFFFFFFF
-    if offset + length > len(row):
+    if offset < 0 or offset + length > len(row):
         raise ValueError("variable-length field points past the end of the row")
     return bytes(row[offset : offset + length])
 

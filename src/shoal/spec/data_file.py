@@ -106,6 +106,19 @@ class DataFileMeta:
         )
 
 
+def is_file_name(value: object) -> bool:
+    """Whether ``value`` names a file inside its folder: not empty, no path separator or
+    NUL, not ``.`` or ``..``. Names read from metadata become paths that maintenance may
+    delete, so a name that could reach outside the table is refused."""
+    return (
+        isinstance(value, str)
+        and value not in ("", ".", "..")
+        and "/" not in value
+        and "\\" not in value
+        and "\0" not in value
+    )
+
+
 def _opt_list(values: tuple[Any, ...] | None) -> list[Any] | None:
     return list(values) if values is not None else None
 

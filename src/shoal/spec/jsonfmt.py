@@ -10,6 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from shoal.errors import CorruptMetadataError
+
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
 
 class RawNumber(str):
     """A number written exactly as spelled (``5.000000000``), as Java's BigDecimal is."""
@@ -56,3 +60,25 @@ def _write(value: Any, depth: int, out: list[str]) -> None:
 
 def loads(text: str | bytes) -> Any:
     return json.loads(text)
+
+
+def load_json_object(text: str | bytes, path: str) -> dict[str, Any]:
+    """A metadata file's JSON object; CorruptMetadataError naming ``path`` otherwise."""
+    try:
+        data = loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        raise CorruptMetadataError(path, f"not valid JSON ({short(exc)})") from None
+    if not isinstance(data, dict):
+        raise CorruptMetadataError(path, "not a JSON object")
+    return data
+
+
+def is_long(value: object) -> bool:
+    """Whether ``value`` is an integer that fits a Java ``long`` (what Paimon writes)."""
+    return isinstance(value, int) and not isinstance(value, bool) and LONG_MIN <= value <= LONG_MAX
+
+
+def short(value: object) -> str:
+    """A value (or an exception's message) for an error message, cut to a sane length."""
+    text = str(value) if isinstance(value, BaseException) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -7,17 +7,16 @@ the constant ``_VERSION`` (2), which is a format identifier, not a counter.
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-import fastavro
-
-from shoal.spec import data_file
+from shoal.errors import CorruptMetadataError
+from shoal.spec import avro_container, data_file
 from shoal.spec import stats as S
-from shoal.spec.avro_container import read_records
-from shoal.spec.data_file import DataFileMeta
+from shoal.spec.avro_container import read_records, write_records
+from shoal.spec.data_file import DataFileMeta, is_file_name
+from shoal.spec.jsonfmt import short
 from shoal.spec.stats import SimpleStats
 
 MANIFEST_VERSION = 2
@@ -167,8 +166,9 @@ MANIFEST_FILE_META_AVRO: dict[str, Any] = {
     ],
 }
 
-_PARSED_ENTRY = fastavro.parse_schema(MANIFEST_ENTRY_AVRO)
-_PARSED_META = fastavro.parse_schema(MANIFEST_FILE_META_AVRO)
+
+avro_container.prepare(MANIFEST_ENTRY_AVRO)
+avro_container.prepare(MANIFEST_FILE_META_AVRO)
 
 
 def _codec(compression: str) -> str:
@@ -177,47 +177,128 @@ def _codec(compression: str) -> str:
 
 
 def encode_manifest(entries: Iterable[ManifestEntry], compression: str = "zstd") -> bytes:
-    buf = io.BytesIO()
-    fastavro.writer(buf, _PARSED_ENTRY, (e.to_avro() for e in entries), codec=_codec(compression))
-    return buf.getvalue()
+    return write_records(MANIFEST_ENTRY_AVRO, (e.to_avro() for e in entries), _codec(compression))
 
 
-def decode_manifest(data: bytes) -> list[ManifestEntry]:
-    """Entries of a manifest file. Raises ``ValueError`` on bytes that are not one."""
-    return [ManifestEntry.from_avro(r) for r in _read_records(data)]
+def decode_manifest(data: bytes, path: str = "<manifest>") -> list[ManifestEntry]:
+    """Entries of a manifest file.
+
+    Raises:
+        CorruptMetadataError: naming ``path``, for bytes that are not a manifest of
+            the format version shoal reads (damaged, cut short, or not Avro at all).
+    """
+    return _decode(data, path, _entry)
 
 
 def encode_manifest_list(metas: Iterable[ManifestFileMeta], compression: str = "zstd") -> bytes:
-    buf = io.BytesIO()
-    fastavro.writer(buf, _PARSED_META, (m.to_avro() for m in metas), codec=_codec(compression))
-    return buf.getvalue()
+    return write_records(MANIFEST_FILE_META_AVRO, (m.to_avro() for m in metas), _codec(compression))
 
 
-def decode_manifest_list(data: bytes) -> list[ManifestFileMeta]:
-    """Entries of a manifest list. Raises ``ValueError`` on bytes that are not one."""
-    return [ManifestFileMeta.from_avro(r) for r in _read_records(data)]
+def decode_manifest_list(data: bytes, path: str = "<manifest list>") -> list[ManifestFileMeta]:
+    """Entries of a manifest list. Raises CorruptMetadataError naming ``path`` (as
+    :func:`decode_manifest` does)."""
+    return _decode(data, path, _list_entry)
 
 
-def manifest_list_file_names(data: bytes) -> list[str]:
-    """The manifest names a manifest list holds (no other field is built)."""
-    return [r["_FILE_NAME"] for r in _read_records(data)]
+def manifest_list_file_names(data: bytes, path: str = "<manifest list>") -> list[str]:
+    """The manifest names a manifest list holds (no other field is built). Raises
+    CorruptMetadataError naming ``path``."""
+    return _decode(data, path, _list_entry_name, _LIST_ENTRY_NAME)
 
 
-def manifest_file_names(data: bytes) -> list[str]:
-    """The data file names and extra file names a manifest's entries name."""
-    out: list[str] = []
-    for record in _read_records(data):
-        file = record["_FILE"]
-        out.append(file["_FILE_NAME"])
-        out.extend(file.get("_EXTRA_FILES") or ())
-    return out
+def manifest_file_names(data: bytes, path: str = "<manifest>") -> list[str]:
+    """The data file names and extra file names a manifest's entries name. Raises
+    CorruptMetadataError naming ``path``."""
+    return [name for names in _decode(data, path, _entry_names, _ENTRY_NAMES) for name in names]
 
 
-def _read_records(data: bytes) -> list[dict[str, Any]]:
+T = TypeVar("T")
+
+
+def _decode(
+    data: bytes,
+    path: str,
+    build: Callable[[dict[str, Any]], T],
+    keep: Mapping[str, Any] | None = None,
+) -> list[T]:
+    """``build`` over the records of an Avro file (holding the fields ``keep`` names,
+    or all); whatever goes wrong on the way (the container, a codec, the writer's
+    schema, a record's fields) is reported as CorruptMetadataError naming ``path``."""
     try:
-        return read_records(data)
-    except Exception as exc:  # fastavro raises many types for bad blocks, codecs and schemas
-        raise ValueError(f"not an Avro manifest file: {exc}") from exc
+        records = read_records(data, keep)
+    except Exception as exc:  # the decoders raise many types for damaged bytes
+        raise CorruptMetadataError(path, f"not an Avro manifest file: {short(exc)}") from None
+    try:
+        return [build(r) for r in records]
+    except KeyError as exc:
+        raise CorruptMetadataError(path, f"a record has no field {exc}") from None
+    except _FormatVersionError as exc:
+        raise CorruptMetadataError(
+            path,
+            f"manifest format version {exc.version!r} is not one shoal reads "
+            f"({MANIFEST_VERSION}); a newer version comes from a newer Paimon, which must "
+            "read this table",
+        ) from None
+    except Exception as exc:  # a field of another type than the format's
+        raise CorruptMetadataError(path, f"a record cannot be read: {short(exc)}") from None
+
+
+class _FormatVersionError(ValueError):
+    def __init__(self, version: object) -> None:
+        super().__init__(f"format version {version!r}")
+        self.version = version
+
+
+def _entry(r: dict[str, Any]) -> ManifestEntry:
+    if r["_VERSION"] != MANIFEST_VERSION:
+        raise _FormatVersionError(r["_VERSION"])
+    entry = ManifestEntry.from_avro(r)
+    if entry.kind not in (KIND_ADD, KIND_DELETE):
+        raise ValueError(f"entry kind {entry.kind!r} is neither ADD (0) nor DELETE (1)")
+    _check_names(entry.file.file_name, entry.file.extra_files)
+    return entry
+
+
+def _list_entry(r: dict[str, Any]) -> ManifestFileMeta:
+    if r["_VERSION"] != MANIFEST_VERSION:
+        raise _FormatVersionError(r["_VERSION"])
+    meta = ManifestFileMeta.from_avro(r)
+    _check_names(meta.file_name, ())
+    return meta
+
+
+# The fields the name-only readers build (the rest of each record is read past).
+_LIST_ENTRY_NAME = {"_VERSION": None, "_FILE_NAME": None}
+_ENTRY_NAMES = {
+    "_VERSION": None,
+    "_KIND": None,
+    "_FILE": {"_FILE_NAME": None, "_EXTRA_FILES": None},
+}
+
+
+def _list_entry_name(r: dict[str, Any]) -> str:
+    if r["_VERSION"] != MANIFEST_VERSION:
+        raise _FormatVersionError(r["_VERSION"])
+    name: str = r["_FILE_NAME"]
+    _check_names(name, ())
+    return name
+
+
+def _entry_names(r: dict[str, Any]) -> list[str]:
+    if r["_VERSION"] != MANIFEST_VERSION:
+        raise _FormatVersionError(r["_VERSION"])
+    if r["_KIND"] not in (KIND_ADD, KIND_DELETE):
+        raise ValueError(f"entry kind {r['_KIND']!r} is neither ADD (0) nor DELETE (1)")
+    file = r["_FILE"]
+    names = [file["_FILE_NAME"], *(file.get("_EXTRA_FILES") or ())]
+    _check_names(names[0], names[1:])
+    return names
+
+
+def _check_names(name: object, extra: Sequence[object]) -> None:
+    # Names become paths that maintenance deletes: none may reach outside its folder.
+    if not is_file_name(name) or (extra and not all(map(is_file_name, extra))):
+        raise ValueError(f"file name {name!r} (or one of its extra files) is not a plain name")
 
 
 def merge_entries(entries: Iterable[ManifestEntry]) -> list[ManifestEntry]:

@@ -7,6 +7,8 @@ from typing import Any
 
 from shoal.errors import CorruptMetadataError
 from shoal.spec import jsonfmt
+from shoal.spec.data_file import is_file_name
+from shoal.spec.jsonfmt import is_long, load_json_object, short
 
 SNAPSHOT_VERSION = 3
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1
@@ -57,6 +59,27 @@ _INT_FIELDS = (
     "changelog_record_count",
     "watermark",
     "next_row_id",
+)
+_STRING_FIELDS = (
+    "uuid",
+    "base_manifest_list",
+    "delta_manifest_list",
+    "changelog_manifest_list",
+    "index_manifest",
+    "commit_user",
+    "writer_version",
+    "commit_kind",
+    "statistics",
+    "operation",
+)
+# Fields naming files of the table (manifest lists and index manifests in manifest/,
+# statistics in statistics/).
+_FILE_NAME_FIELDS = (
+    "base_manifest_list",
+    "delta_manifest_list",
+    "changelog_manifest_list",
+    "index_manifest",
+    "statistics",
 )
 
 
@@ -117,17 +140,31 @@ class Snapshot:
                 raise CorruptMetadataError(path, f"required field {name!r} is null")
         for attr in _INT_FIELDS:
             value = values.get(attr)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-                raise CorruptMetadataError(path, f"field {attr!r} is not an integer: {value!r}")
-        for attr in ("base_manifest_list", "delta_manifest_list", "commit_user", "commit_kind"):
-            if not isinstance(values.get(attr), str):
-                raise CorruptMetadataError(path, f"field {attr!r} is not a string")
-        if not isinstance(values.get("properties") or {}, dict):
-            raise CorruptMetadataError(path, "field 'properties' is not an object")
+            if value is not None and not is_long(value):
+                raise CorruptMetadataError(
+                    path, f"field {attr!r} is not a 64-bit integer: {short(value)}"
+                )
+        for attr in _STRING_FIELDS:
+            value = values.get(attr)
+            if value is not None and not isinstance(value, str):
+                raise CorruptMetadataError(path, f"field {attr!r} is not a string: {short(value)}")
+        for attr in _FILE_NAME_FIELDS:
+            value = values.get(attr)
+            if value is not None and not is_file_name(value):
+                raise CorruptMetadataError(
+                    path, f"field {attr!r} is not a file name: {short(value)}"
+                )
+        properties = values.get("properties")
+        if properties is not None and not (
+            isinstance(properties, dict) and all(isinstance(v, str) for v in properties.values())
+        ):
+            raise CorruptMetadataError(path, "field 'properties' is not a map of strings")
         version = values["version"]
         if version < 1 or version > SNAPSHOT_VERSION:
             raise CorruptMetadataError(
-                path, f"snapshot format version {version!r} is not one shoal reads (1..3)"
+                path,
+                f"snapshot format version {version!r} is not one shoal reads (1..3); a newer "
+                "version comes from a newer Paimon, which must read this table",
             )
         if values["commit_kind"] not in COMMIT_KINDS:
             raise CorruptMetadataError(path, f"unknown commit kind {values['commit_kind']!r}")
@@ -136,14 +173,3 @@ class Snapshot:
     @staticmethod
     def from_json(text: str | bytes, path: str) -> Snapshot:
         return Snapshot.from_json_dict(load_json_object(text, path), path)
-
-
-def load_json_object(text: str | bytes, path: str) -> dict[str, Any]:
-    """A metadata file's JSON object; CorruptMetadataError naming ``path`` otherwise."""
-    try:
-        data = jsonfmt.loads(text)
-    except ValueError as exc:
-        raise CorruptMetadataError(path, f"not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise CorruptMetadataError(path, "not a JSON object")
-    return data

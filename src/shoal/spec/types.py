@@ -124,13 +124,32 @@ def _parse_atomic(text: str) -> AtomicType:
     params = tuple(int(p) for p in params_text.split(",")) if params_text else ()
     if root in _DEFAULT_PARAMS:
         defaults = _DEFAULT_PARAMS[root]
+        if len(params) > len(defaults):
+            raise ValueError(f"unknown data type {text!r}")
         params = params + defaults[len(params) :]
+        _check_params(text, root, params)
         if root == DECIMAL:
             return AtomicType(root, nullable, params[0], params[1])
         return AtomicType(root, nullable, params[0])
     if root not in (BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DATE) or params:
         raise ValueError(f"unknown data type {text!r}")
     return AtomicType(root, nullable)
+
+
+def _check_params(text: str, root: str, params: tuple[int, ...]) -> None:
+    """Paimon's bounds on a type's length, precision and scale."""
+    if root == DECIMAL:
+        precision, scale = params
+        if not 1 <= precision <= 38 or not 0 <= scale <= precision:
+            raise ValueError(
+                f"data type {text!r}: DECIMAL needs a precision of 1 to 38 and a scale of "
+                "0 to the precision"
+            )
+    elif root in (TIME, TIMESTAMP, TIMESTAMP_LTZ):
+        if not 0 <= params[0] <= 9:
+            raise ValueError(f"data type {text!r}: the precision must be 0 to 9")
+    elif not 0 <= params[0] <= MAX_LENGTH:
+        raise ValueError(f"data type {text!r}: the length must be 0 to {MAX_LENGTH}")
 
 
 def type_string(t: AtomicType) -> str:
@@ -155,8 +174,21 @@ def parse_type(value: Any, next_id: list[int] | None = None) -> DataType:
     """A data type from its schema-file JSON (a string or an object).
 
     Raises:
-        ValueError: for an unknown type; callers wrap it with the file's name.
+        ValueError: for an unknown type, or one nested deeper than ``MAX_NESTING``;
+            callers wrap it with the file's name.
     """
+    return _parse_type(value, 0)
+
+
+# Nested types deeper than this are refused: no real schema comes near, and every
+# recursive walk over a type (Arrow conversion, comparison, JSON) stays far from
+# Python's recursion limit.
+MAX_NESTING = 64
+
+
+def _parse_type(value: Any, depth: int) -> DataType:
+    if depth > MAX_NESTING:
+        raise ValueError(f"data type nested deeper than {MAX_NESTING} levels")
     if isinstance(value, str):
         return _parse_atomic(value)
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
@@ -164,23 +196,33 @@ def parse_type(value: Any, next_id: list[int] | None = None) -> DataType:
     kind, _, rest = value["type"].partition(" ")
     nullable = rest.strip().upper() != "NOT NULL"
     if kind == "ARRAY":
-        return ArrayType(parse_type(value["element"]), nullable)
+        return ArrayType(_parse_type(value["element"], depth + 1), nullable)
     if kind == "MULTISET":
         raise ValueError("MULTISET columns are not supported")
     if kind == "MAP":
-        return MapType(parse_type(value["key"]), parse_type(value["value"]), nullable)
+        key, item = _parse_type(value["key"], depth + 1), _parse_type(value["value"], depth + 1)
+        return MapType(key, item, nullable)
     if kind == "ROW":
-        return RowType(tuple(parse_field(f) for f in value["fields"]), nullable)
+        fields = value["fields"]
+        if not isinstance(fields, list):
+            raise ValueError(f"the fields of a ROW type are not a list: {fields!r}")
+        return RowType(tuple(_parse_field(f, depth + 1) for f in fields), nullable)
     raise ValueError(f"unknown data type {value!r}")
 
 
 def parse_field(value: Any) -> DataField:
-    return DataField(
-        id=int(value["id"]),
-        name=str(value["name"]),
-        type=parse_type(value["type"]),
-        description=value.get("description"),
-    )
+    return _parse_field(value, 0)
+
+
+def _parse_field(value: Any, depth: int) -> DataField:
+    field_id, name, description = value["id"], value["name"], value.get("description")
+    if not isinstance(field_id, int) or isinstance(field_id, bool) or not 0 <= field_id < 2**31:
+        raise ValueError(f"field id {field_id!r} is not a non-negative 32-bit integer")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"field name {name!r} is not a non-empty string")
+    if description is not None and not isinstance(description, str):
+        raise ValueError(f"description of field {name!r} is not a string")
+    return DataField(field_id, name, _parse_type(value["type"], depth), description)
 
 
 def type_to_json(t: DataType) -> Any:
@@ -361,7 +403,11 @@ def fields_from_arrow_schema(schema: pa.Schema) -> tuple[DataField, ...]:
 
 def parse_fields_json(path: str, value: Any) -> tuple[DataField, ...]:
     """Fields from a metadata file, with errors that name the file."""
+    if not isinstance(value, list):
+        raise CorruptMetadataError(path, "the field list is not a JSON array")
     try:
         return tuple(parse_field(f) for f in value)
-    except (KeyError, TypeError, ValueError) as exc:
+    except KeyError as exc:
+        raise CorruptMetadataError(path, f"bad field list: a field has no {exc}") from None
+    except (TypeError, ValueError, RecursionError) as exc:
         raise CorruptMetadataError(path, f"bad field list: {exc}") from None

@@ -5,9 +5,12 @@ checks that every file it deletes is still live, writes the delta manifest, carr
 the previous base and delta manifests into a new (merged) base list, and publishes
 ``snapshot-(N+1)`` by atomic create. On a table with an event-time column the
 snapshot's properties carry the read-optimized freshness watermark, updated from the
-commit's own entries (``freshness_watermark``). If another writer took that id first, the
-attempt's own manifests are removed and the commit re-plans against the new latest
-snapshot, up to ``commit.max-retries`` times. Data files are never deleted here:
+commit's own entries (``freshness_watermark``). If another writer took that id first,
+or snapshot N expired while the attempt read it (an attempt slower than
+``snapshot.time-retained``: its manifests are gone, or its successor's id was taken and
+freed again, see ``SnapshotManager.try_publish``), the attempt's own manifests are
+removed and the commit re-plans against the new latest snapshot, up to
+``commit.max-retries`` times. Data files are never deleted here:
 after a failed commit they may still be referenced, so orphan cleanup owns them.
 """
 
@@ -22,7 +25,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shoal import options as O
-from shoal.errors import CommitConflictError, SequenceConflictError
+from shoal.errors import (
+    CommitConflictError,
+    CorruptMetadataError,
+    SequenceConflictError,
+    SnapshotNotFoundError,
+)
 from shoal.spec import manifest as M
 from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
 from shoal.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
@@ -87,23 +95,32 @@ class FileStoreCommit:
         max_retries = self.store.options.get(O.COMMIT_MAX_RETRIES)
         for attempt in range(max_retries + 1):
             latest = self.store.snapshots.latest()
-            entries = list(changes)
-            if overwrite is not None:
-                entries = self._overwrite_deletes(latest, overwrite) + [
-                    e for e in entries if e.kind == M.KIND_ADD
-                ]
-            self._check_deletes(latest, [e for e in changes if e.kind == M.KIND_DELETE])
-            if check_sequences:
-                self._check_sequences(latest, [e for e in changes if e.kind == M.KIND_ADD])
-            if alone_since is not None:
-                self._check_no_compaction_since(alone_since, latest)
-            result = self._try_once(
-                latest,
-                entries,
-                "OVERWRITE" if overwrite is not None else kind,
-                properties,
-                watermark,
-            )
+            try:
+                entries = list(changes)
+                if overwrite is not None:
+                    entries = self._overwrite_deletes(latest, overwrite) + [
+                        e for e in entries if e.kind == M.KIND_ADD
+                    ]
+                self._check_deletes(latest, [e for e in changes if e.kind == M.KIND_DELETE])
+                if check_sequences:
+                    self._check_sequences(latest, [e for e in changes if e.kind == M.KIND_ADD])
+                if alone_since is not None:
+                    self._check_no_compaction_since(alone_since, latest)
+                result = self._try_once(
+                    latest,
+                    entries,
+                    "OVERWRITE" if overwrite is not None else kind,
+                    properties,
+                    watermark,
+                )
+            except CorruptMetadataError:
+                # A manifest of the snapshot this attempt read is gone: unless that is
+                # still the latest (then the table is damaged), a newer one replaced it
+                # and expiration is removing it: this attempt lost its race.
+                if latest is None or not self.store.snapshots.superseded(latest.id):
+                    raise
+                logger.debug("snapshot %d expired while a commit read it; retrying", latest.id)
+                continue
             if self.store.snapshots.try_publish(result.snapshot):
                 logger.debug("committed snapshot %d", result.snapshot.id)
                 return result.snapshot
@@ -150,8 +167,11 @@ class FileStoreCommit:
         for snapshot_id in range(base + 1, latest.id + 1):
             # A snapshot expired meanwhile cannot be looked at; a compaction in it that
             # touched this one's files still fails the check of the files it deletes.
-            found = self.store.snapshots.exists(snapshot_id)
-            if found and self.store.snapshots.snapshot(snapshot_id).commit_kind == "COMPACT":
+            try:
+                found = self.store.snapshots.snapshot(snapshot_id)
+            except SnapshotNotFoundError:
+                continue
+            if found.commit_kind == "COMPACT":
                 raise CommitConflictError(
                     f"another compaction committed snapshot {snapshot_id} while this one "
                     "ran; this compaction is dropped, run it again to pick up what is left"
@@ -191,16 +211,20 @@ class FileStoreCommit:
         written: list[str] = []
         delta_metas = store.manifests.write_manifests(entries)
         written.extend(m.file_name for m in delta_metas)
-        previous: list[ManifestFileMeta] = (
-            read_manifest_metas(store, latest) if latest is not None else []
-        )
-        merged = merge_manifests(
-            store.manifests,
-            previous,
-            target_size=store.options.get(O.MANIFEST_TARGET_FILE_SIZE),
-            min_count=store.options.get(O.MANIFEST_MERGE_MIN_COUNT),
-            full_compaction_size=store.options.get(O.MANIFEST_FULL_COMPACTION_SIZE),
-        )
+        try:
+            previous: list[ManifestFileMeta] = (
+                read_manifest_metas(store, latest) if latest is not None else []
+            )
+            merged = merge_manifests(
+                store.manifests,
+                previous,
+                target_size=store.options.get(O.MANIFEST_TARGET_FILE_SIZE),
+                min_count=store.options.get(O.MANIFEST_MERGE_MIN_COUNT),
+                full_compaction_size=store.options.get(O.MANIFEST_FULL_COMPACTION_SIZE),
+            )
+        except CorruptMetadataError:
+            store.manifests.delete_uncommitted(written)  # no snapshot names them
+            raise
         written.extend(merged.written)
         base_name, base_size = store.manifests.write_list(merged.metas)
         delta_name, delta_size = store.manifests.write_list(delta_metas)

@@ -64,7 +64,10 @@ def to_batches(data: Any) -> Iterator[pa.RecordBatch] | pa.Table:
     if type(data).__name__ == "DataFrame" and hasattr(data, "to_numpy"):
         return pa.Table.from_pandas(data, preserve_index=False)
     if isinstance(data, dict):
-        return pa.table(data)
+        try:
+            return pa.table(data)
+        except (TypeError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError
+            raise SchemaMismatchError(f"cannot make a table of the dict: {exc}") from None
     raise SchemaMismatchError(
         f"cannot write a {type(data).__name__}: pass a pyarrow Table, RecordBatch, "
         "RecordBatchReader or pandas DataFrame"

@@ -14,6 +14,7 @@ from typing import Any
 
 from shoal.errors import CorruptMetadataError
 from shoal.io import FileIO, parallel_map
+from shoal.spec import binary_row
 from shoal.spec import manifest as M
 from shoal.spec import types as T
 from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
@@ -80,16 +81,14 @@ class ManifestStore:
             return self.file_io.read_bytes(path)
         except FileNotFoundError:
             raise CorruptMetadataError(path, "the file is missing") from None
+        except IsADirectoryError:
+            raise CorruptMetadataError(path, "a directory stands in its place") from None
 
     def read_list(self, name: str) -> list[ManifestFileMeta]:
         cached = self._lists.get(name)
         if cached is not None:
             return cached
-        data = self._read(name)
-        try:
-            metas = M.decode_manifest_list(data)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CorruptMetadataError(self.paths.manifest_path(name), str(exc)) from None
+        metas = M.decode_manifest_list(self._read(name), self.paths.manifest_path(name))
         self._lists[name] = metas
         return metas
 
@@ -97,13 +96,23 @@ class ManifestStore:
         cached = self._entries.get(name)
         if cached is not None:
             return cached
-        data = self._read(name)
-        try:
-            entries = M.decode_manifest(data)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CorruptMetadataError(self.paths.manifest_path(name), str(exc)) from None
+        entries = M.decode_manifest(self._read(name), self.paths.manifest_path(name))
+        self._check_partitions(entries, self.paths.manifest_path(name))
         self._entries.put(name, entries)
         return entries
+
+    def _check_partitions(self, entries: list[ManifestEntry], path: str) -> None:
+        """Every read decodes the entries' partitions (paths, filters): one that cannot
+        be read is reported here, naming the manifest. Few per manifest, each decoded once."""
+        arity = len(self.partition_types)
+        for partition in {e.partition for e in entries}:
+            try:
+                self._decode_partition(partition)
+                problem = None if binary_row.arity_of(partition) == arity else "of another arity"
+            except ValueError as exc:
+                problem = str(exc)
+            if problem is not None:
+                raise CorruptMetadataError(path, f"a partition value cannot be read ({problem})")
 
     def list_file_names(self, name: str) -> list[str]:
         """The manifests a manifest list names (decoding only the names when the list
@@ -120,12 +129,8 @@ class ManifestStore:
             return [n for e in cached for n in (e.file.file_name, *e.file.extra_files)]
         return self._decode_names(name, M.manifest_file_names)
 
-    def _decode_names(self, name: str, decode: Callable[[bytes], list[str]]) -> list[str]:
-        data = self._read(name)
-        try:
-            return decode(data)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CorruptMetadataError(self.paths.manifest_path(name), str(exc)) from None
+    def _decode_names(self, name: str, decode: Callable[[bytes, str], list[str]]) -> list[str]:
+        return decode(self._read(name), self.paths.manifest_path(name))
 
     def read_manifests(self, metas: Sequence[ManifestFileMeta]) -> list[list[ManifestEntry]]:
         """Entries of several manifests, in the order given (read in parallel where the

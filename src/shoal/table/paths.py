@@ -27,6 +27,18 @@ def escape_path_name(text: str) -> str:
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
 
 
+def id_of(name: str, prefix: str) -> int | None:
+    """The id of a file named ``<prefix><id>``; None for any other name. Only ASCII
+    digits without a leading zero count, so no foreign file (``snapshot-007``, a
+    name with other scripts' digits, ``schema-1e3``) is read as another id's file."""
+    digits = name[len(prefix) :] if name.startswith(prefix) else ""
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
+        return None
+    if digits[0] == "0" and len(digits) > 1:
+        return None
+    return int(digits)
+
+
 def data_file_path(bucket_dir: str, file: DataFileMeta) -> str:
     """Where a data file lives: its external path, or its name in its bucket directory."""
     return file.external_path or f"{bucket_dir}/{file.file_name}"

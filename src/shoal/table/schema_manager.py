@@ -7,7 +7,7 @@ import threading
 from shoal.errors import CorruptMetadataError
 from shoal.io import FileIO
 from shoal.spec.schema import TableSchema
-from shoal.table.paths import SCHEMA_PREFIX, PathFactory
+from shoal.table.paths import SCHEMA_PREFIX, PathFactory, id_of
 
 
 class SchemaManager:
@@ -20,9 +20,9 @@ class SchemaManager:
     def list_ids(self) -> list[int]:
         ids = []
         for status in self.file_io.list_status(self.paths.schema_dir):
-            name = status.path.rsplit("/", 1)[-1]
-            if name.startswith(SCHEMA_PREFIX) and name[len(SCHEMA_PREFIX) :].isdigit():
-                ids.append(int(name[len(SCHEMA_PREFIX) :]))
+            schema_id = id_of(status.path.rsplit("/", 1)[-1], SCHEMA_PREFIX)
+            if schema_id is not None and not status.is_dir:
+                ids.append(schema_id)
         return sorted(ids)
 
     def latest(self) -> TableSchema | None:
@@ -38,6 +38,8 @@ class SchemaManager:
             data = self.file_io.read_bytes(path)
         except FileNotFoundError:
             raise CorruptMetadataError(path, "the schema file is missing") from None
+        except IsADirectoryError:
+            raise CorruptMetadataError(path, "a directory stands in its place") from None
         schema = TableSchema.from_json(data, path)
         with self._lock:
             self._cache[schema_id] = schema

@@ -8,6 +8,7 @@ bounds every value (and dropped if that is impossible).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ _TRUNCATE = re.compile(r"^truncate\((\d+)\)$")
 _EPOCH = datetime(1970, 1, 1)
 
 
+@functools.lru_cache(maxsize=64)
 def parse_stats_mode(mode: str) -> tuple[str, int | None]:
     lowered = mode.strip().lower()
     if lowered in ("none", "counts", "full"):
@@ -113,13 +115,14 @@ class StatsCollector:
 
     def _read_footer(self, footer: pq.FileMetaData) -> None:
         leaves = {footer.schema.column(c).path: c for c in range(footer.num_columns)}
+        groups = [footer.row_group(g) for g in range(footer.num_row_groups)]
         for i, f in enumerate(self.fields):
             if not isinstance(f.type, T.AtomicType) or i in self._computed:
                 continue
             leaf = leaves.get(f.name)
             if leaf is None:
                 continue
-            low, high = _footer_bounds(footer, leaf)
+            low, high = _footer_bounds(groups, leaf)
             if low is None and high is None:
                 continue
             if isinstance(low, float) and (math.isnan(low) or math.isnan(high)):
@@ -127,12 +130,11 @@ class StatsCollector:
             self._widen(i, low, high)
 
 
-def _footer_bounds(footer: pq.FileMetaData, leaf: int) -> tuple[Any, Any]:
+def _footer_bounds(groups: list[Any], leaf: int) -> tuple[Any, Any]:
     """Min and max of one column over all row groups; (None, None) when any row group
     holding values has no bounds (the writer leaves out bounds of very long values)."""
     low = high = None
-    for g in range(footer.num_row_groups):
-        group = footer.row_group(g)
+    for group in groups:
         stats = group.column(leaf).statistics
         if stats is None:
             return None, None

@@ -83,8 +83,8 @@ def files_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
         schema = store.schema_of(f.schema_id)
         names = list(f.value_stats_cols) if f.value_stats_cols is not None else schema.field_names
         types = [schema.field(n).type for n in names]
-        mins = binary_row.deserialize(f.value_stats.min_values, types) if names else ()
-        maxs = binary_row.deserialize(f.value_stats.max_values, types) if names else ()
+        mins = _stats_values(f.value_stats.min_values, types) if names else ()
+        maxs = _stats_values(f.value_stats.max_values, types) if names else ()
         nulls = f.value_stats.null_counts or ()
         partition_path = store.partitions.path(e.partition)
         cols["partition"].append(partition_path or None)
@@ -113,6 +113,14 @@ def files_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
         cols["first_row_id"].append(f.first_row_id)
         cols["write_cols"].append(list(f.write_cols) if f.write_cols is not None else None)
     return pa.table(cols, schema=_FILES_SCHEMA)
+
+
+def _stats_values(data: bytes, types: list[T.DataType]) -> tuple[Any, ...]:
+    """Column statistics; unknown (all None) when they cannot be read, as a scan takes them."""
+    try:
+        return binary_row.deserialize(data, types)
+    except ValueError:
+        return (None,) * len(types)
 
 
 def _render_key(data: bytes, names: tuple[str, ...], types: list[T.DataType]) -> str | None:
@@ -156,9 +164,7 @@ def manifests_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
     types = store.schema.partition_types()
 
     def stats(data: bytes) -> str | None:
-        if not keys:
-            return None
-        return _render_row(dict(zip(keys, binary_row.deserialize(data, types), strict=True)))
+        return _render_key(data, keys, types)
 
     return pa.table(
         {

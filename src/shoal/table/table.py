@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
@@ -12,10 +13,14 @@ import pyarrow as pa
 from shoal import options as O
 from shoal.errors import (
     CommitConflictError,
+    CorruptDataFileError,
+    CorruptMetadataError,
     InvalidArgumentError,
     SequenceConflictError,
+    ShoalError,
     SnapshotNotFoundError,
     TableNotFoundError,
+    TagNotFoundError,
     UnsupportedFeatureError,
 )
 from shoal.io import FileIO, file_io_for
@@ -26,7 +31,7 @@ from shoal.table import kv
 from shoal.table import predicate as P
 from shoal.table.commit import WHOLE_TABLE, FileStoreCommit, OverwriteScope
 from shoal.table.incremental import delta_entries, diff_entries, keyed_diff
-from shoal.table.kv_write import KeyValueWriter, next_sequences
+from shoal.table.kv_write import KeyValueWriter, latest_sequences
 from shoal.table.paths import PathFactory
 from shoal.table.read import merged_batches, read_batches, read_merged, read_table
 from shoal.table.scan import DataSplit, live_entries, make_splits, restrict
@@ -47,11 +52,42 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+# How many times a read of the latest snapshot plans again when that snapshot expires
+# under it (each time against the snapshot that is then the latest).
+EXPIRED_SNAPSHOT_REPLANS = 3
+
+
 class Scan:
     """A planned read of one snapshot: ``plan()`` for splits, or the rows directly.
 
     On a primary-key table the real-time view merges each bucket's files by key; the
     read-optimized view reads only the top level of each bucket, without merging.
+
+    Readers and snapshot expiration. A scan pins one snapshot and reads only the
+    files it names, so a read sees one snapshot entirely or fails; it never mixes
+    two. Expiration keeps every snapshot that was the latest at some moment within
+    ``snapshot.time-retained`` (the default is an hour), so a read that takes less
+    than that finds its files. A faster expiration (a tiny retention,
+    ``snapshot.num-retained.max``, an explicit ``older_than``) may delete the files of
+    a snapshot while it is read; then, if the read hits a missing manifest or data
+    file of a snapshot that a newer one has replaced (expiration deletes a snapshot's
+    files first, its snapshot file last):
+
+    - a scan of the latest snapshot (no ``snapshot_id``, ``tag`` or ``timestamp_ms``)
+      plans again against the snapshot that is now the latest and reads that, up
+      to ``EXPIRED_SNAPSHOT_REPLANS`` times; ``snapshot`` then names the snapshot
+      read. ``to_batches`` does so only before its first batch: after it, the rows
+      already given cannot be taken back, and it raises SnapshotNotFoundError;
+    - a scan of a snapshot chosen by id or time raises SnapshotNotFoundError once its
+      snapshot file is gone too (waiting a moment for the expiration to get there),
+      and a scan of a tag deleted meanwhile raises TagNotFoundError: the data asked
+      for is gone, and another snapshot's would not be it.
+
+    A missing file of the latest snapshot, of a snapshot that stays, or of a tag that
+    is still there is damage, and its CorruptMetadataError or CorruptDataFileError
+    propagates. The splits that
+    ``plan()`` returns for other workers are not planned again: a worker reading a
+    split of an expired snapshot gets CorruptDataFileError.
     """
 
     def __init__(
@@ -62,6 +98,8 @@ class Scan:
         dnf: P.Dnf | None,
         *,
         read_optimized: bool = False,
+        latest: bool = False,
+        tag: str | None = None,
     ) -> None:
         self._store = store
         self.snapshot = snapshot
@@ -72,6 +110,8 @@ class Scan:
         self.schema: pa.Schema = schema.arrow_schema()
         self.merging = store.is_primary_key and not read_optimized
         self.read_optimized = read_optimized
+        self._latest = latest  # the snapshot is the latest one, not asked for
+        self._tag = tag
 
     def plan(self) -> list[DataSplit]:
         """The splits to read, each a picklable unit of work."""
@@ -91,6 +131,14 @@ class Scan:
         return make_splits(store, snapshot.id, entries, whole_buckets=self.merging)
 
     def to_arrow(self) -> pa.Table:
+        for replans in itertools.count():
+            try:
+                return self._read()
+            except (CorruptMetadataError, CorruptDataFileError) as exc:
+                self._after_missing_file(exc, can_replan=replans < EXPIRED_SNAPSHOT_REPLANS)
+        raise AssertionError("unreachable")
+
+    def _read(self) -> pa.Table:
         if self.merging:
             return read_merged(self._store, self.plan(), self.columns, self._dnf)
         return read_table(
@@ -103,6 +151,18 @@ class Scan:
         )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        for replans in itertools.count():
+            started = False
+            try:
+                for batch in self._batches():
+                    started = True
+                    yield batch
+                return
+            except (CorruptMetadataError, CorruptDataFileError) as exc:
+                can_replan = not started and replans < EXPIRED_SNAPSHOT_REPLANS
+                self._after_missing_file(exc, can_replan=can_replan)
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
         if self.merging:
             for table in merged_batches(self._store, self.plan(), self.columns, self._dnf):
                 yield from table.to_batches()
@@ -115,6 +175,45 @@ class Scan:
             self._dnf,
             key_value=self._store.is_primary_key,
         )
+
+    def _after_missing_file(self, error: ShoalError, *, can_replan: bool) -> None:
+        """A file of the pinned snapshot is missing: plan again against the latest
+        snapshot when the pinned one expired and may be replaced, else raise."""
+        snapshot = self.snapshot
+        if snapshot is None:
+            raise error
+        store = self._store
+        if self._tag is not None:
+            if not TagManager(store.file_io, store.paths).exists(self._tag):
+                raise TagNotFoundError(self._tag) from error
+            raise error
+        snapshots = store.snapshots
+        if not snapshots.superseded(snapshot.id):
+            raise error  # the latest snapshot never expires: the table is damaged
+        if self._latest:
+            if can_replan:
+                self._replan()
+                return
+        elif not snapshots.wait_until_gone(snapshot.id):
+            raise error  # superseded but kept: the table is damaged
+        raise SnapshotNotFoundError(
+            f"snapshot {snapshot.id} expired while it was read; read a newer snapshot, "
+            "or keep snapshots longer ('snapshot.time-retained') or tag this one",
+            snapshot_id=snapshot.id,
+        ) from error
+
+    def _replan(self) -> None:
+        store = self._store
+        latest = store.snapshots.latest()
+        logger.info(
+            "snapshot %s expired while it was read; reading snapshot %s instead",
+            self.snapshot.id if self.snapshot is not None else None,
+            None if latest is None else latest.id,
+        )
+        self.snapshot = latest
+        self._splits = None
+        if latest is not None:
+            self.schema = store.schema_of(latest.schema_id).arrow_schema()
 
 
 class Table:
@@ -132,8 +231,14 @@ class Table:
 
     @staticmethod
     def open(uri: str, name: str | None = None) -> Table:
-        """Open the table at ``uri`` (a path or URI). Raises TableNotFoundError."""
-        file_io, root = file_io_for(uri)
+        """Open the table at ``uri`` (a path or URI). Raises TableNotFoundError, or
+        InvalidArgumentError for a URI that no filesystem serves."""
+        if not isinstance(uri, str) or not uri.strip():
+            raise InvalidArgumentError(f"a table is opened by its path or URI, not {uri!r}")
+        try:
+            file_io, root = file_io_for(uri)
+        except ValueError as exc:  # pyarrow.ArrowInvalid: a URI no filesystem knows
+            raise InvalidArgumentError(f"table location {uri!r}: {exc}") from None
         return Table._open(file_io, uri, root, name)
 
     @staticmethod
@@ -181,10 +286,11 @@ class Table:
     def _write(self, data: Any) -> list[CommitMessage]:
         """Data files for ``data``, not yet committed (an overwrite's new rows)."""
         store = self._store
+        O.validate(store.schema.options)  # maintenance after the commit must not fail on one
         if store.is_primary_key:
             keyed = KeyValueWriter(store, store.merge_settings)
             keyed.write(data)
-            sequences = next_sequences(store, store.snapshots.latest(), keyed.buckets)
+            _, sequences = latest_sequences(store, keyed.buckets)
             return keyed.prepare_commit(sequences)
         writer = AppendWriter(store)
         writer.write(data)
@@ -224,12 +330,13 @@ class Table:
     def _write_keyed(self, data: Any, kind: int) -> Snapshot:
         self._require_primary_key("upsert" if kind == kv.INSERT else "delete")
         store = self._store
+        O.validate(store.schema.options)  # maintenance after the commit must not fail on one
         writer = KeyValueWriter(store, store.merge_settings)
         writer.write(data, kind)
         attempts = store.options.get(O.COMMIT_MAX_RETRIES) + 1
         for attempt in range(attempts):
-            latest = store.snapshots.latest()
-            messages = writer.prepare_commit(next_sequences(store, latest, writer.buckets))
+            _, sequences = latest_sequences(store, writer.buckets)
+            messages = writer.prepare_commit(sequences)
             try:
                 snapshot = self._committer.commit(messages, allow_empty=True, check_sequences=True)
             except SequenceConflictError:
@@ -270,6 +377,7 @@ class Table:
         option. The real-time view is the same before and after.
         """
         self._require_primary_key("compact")
+        O.validate(self._store.schema.options)
         from shoal.compaction.compact import compact_with
 
         result = compact_with(self._store, self._committer, strategy, event_time_threshold)
@@ -320,6 +428,7 @@ class Table:
             raise InvalidArgumentError("the table is not partitioned")
         if not partitions:
             raise InvalidArgumentError("drop_partitions needs at least one partition spec")
+        O.validate(self._store.schema.options)
         snapshot = self._committer.commit([], overwrite=self._partition_scope(partitions))
         assert snapshot is not None
         self._after_commit()
@@ -463,6 +572,9 @@ class Table:
         given = [x is not None for x in (snapshot_id, tag, timestamp_ms)]
         if sum(given) > 1:
             raise InvalidArgumentError("give at most one of snapshot_id, tag and timestamp_ms")
+        for label, value in (("snapshot_id", snapshot_id), ("timestamp_ms", timestamp_ms)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise InvalidArgumentError(f"{label} must be an integer, not {value!r}")
         snapshots = self._store.snapshots
         if snapshot_id is not None:
             return snapshots.snapshot(snapshot_id)
@@ -515,6 +627,8 @@ class Table:
             columns,
             P.parse_filter(filter, types),
             read_optimized=read_optimized,
+            latest=snapshot_id is None and tag is None and timestamp_ms is None,
+            tag=tag,
         )
 
     def to_arrow(

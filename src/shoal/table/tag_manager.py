@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from shoal.errors import TagAlreadyExistsError, TagNotFoundError
+from shoal.errors import (
+    CorruptMetadataError,
+    InvalidTagNameError,
+    TagAlreadyExistsError,
+    TagNotFoundError,
+)
 from shoal.io import FileIO
 from shoal.spec.snapshot import Snapshot
 from shoal.spec.tag import Tag, check_tag_path, decode_tag, encode_tag, validate_tag_name
@@ -22,10 +27,15 @@ class TagManager:
         self.paths = paths
 
     def names(self) -> list[str]:
+        """Names of the tag files there are; other files in the folder are not tags."""
         out = []
         for status in self.file_io.list_status(self.paths.tag_dir):
             name = status.path.rsplit("/", 1)[-1]
             if name.startswith(TAG_PREFIX) and not status.is_dir:
+                try:
+                    check_tag_path(name[len(TAG_PREFIX) :])
+                except InvalidTagNameError:
+                    continue  # such as ``tag-`` or ``tag- ``: no tag can have that file
                 out.append(name[len(TAG_PREFIX) :])
         return sorted(out)
 
@@ -40,6 +50,10 @@ class TagManager:
             data = self.file_io.read_bytes(path)
         except FileNotFoundError:
             raise TagNotFoundError(name) from None
+        except IsADirectoryError:
+            raise CorruptMetadataError(
+                path, "a directory stands where the tag file should be"
+            ) from None
         return decode_tag(name, data, path)
 
     def tags(self) -> list[tuple[Tag, Snapshot]]:

@@ -100,16 +100,18 @@ class RollingFileWriter:
         offset = 0
         while offset < table.num_rows:
             room = self._target - self._bytes
-            chunk = table.slice(offset)
-            if chunk.nbytes > room and chunk.num_rows > 1:
-                rows = max(1, int(chunk.num_rows * room / max(chunk.nbytes, 1)))
+            chunk = table.slice(offset) if offset else table
+            size = chunk.nbytes
+            if size > room and chunk.num_rows > 1:
+                rows = max(1, int(chunk.num_rows * room / max(size, 1)))
                 chunk = chunk.slice(0, rows)
-            self._append(chunk)
+                size = chunk.nbytes
+            self._append(chunk, size)
             offset += chunk.num_rows
             if self._bytes >= self._target:
                 self._roll()
 
-    def _append(self, chunk: pa.Table) -> None:
+    def _append(self, chunk: pa.Table, size: int) -> None:
         if self._writer is None:
             self._open()
         assert self._writer is not None
@@ -119,7 +121,7 @@ class RollingFileWriter:
         if self.layout is not None:
             self._track_keys(chunk)
         self._rows += chunk.num_rows
-        self._bytes += chunk.nbytes
+        self._bytes += size
 
     def _open(self) -> None:
         store = self.store

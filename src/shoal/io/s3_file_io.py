@@ -1,0 +1,343 @@
+"""FileIO for S3 and S3-compatible object stores, with an atomic create.
+
+S3 has no rename, so the create-if-absent that publishes a snapshot (and creates
+schema and tag files) is a conditional put: ``PutObject`` with ``If-None-Match: *``
+stores the object only if the key does not exist yet, and the store answers
+``412 Precondition Failed`` otherwise. Of several writers racing for one snapshot
+id exactly one wins; the others see ``try_create`` return False and commit again
+with the next id. Other whole-file writes (``overwrite``, hints, manifests) are
+plain puts, which S3 makes visible atomically.
+
+**Requirement:** the store must honour ``If-None-Match: *`` on PutObject. AWS S3 does
+(since August 2024), and so do MinIO and moto's server. A store that ignores the
+header overwrites instead, and two concurrent commits could then both publish the
+same snapshot id: on such a store, commit from one writer at a time.
+
+Two clients share the work:
+
+- boto3 makes every put of a whole file (metadata: snapshots, schemas, tags, hints,
+  manifests) and every delete: ``DeleteObject`` for one file, ``DeleteObjects`` in
+  batches of 1000 keys, run on the shared I/O pool, for :meth:`S3FileIO.delete_many`
+  and for removing a directory (a key prefix).
+- pyarrow's ``S3FileSystem`` (``fs``) reads and lists (``pyarrow.dataset`` reads
+  Parquet through it) and streams data files out (one PutObject for a small file, a
+  multipart upload beyond). Its ``create_dir`` and ``delete_file`` write empty
+  "directory marker" objects to imitate directories; shoal uses neither: object
+  stores have no directories, and nothing needs them.
+
+Configuration is the usual AWS one, read when :func:`s3_file_io_for` first sees it:
+
+- endpoint: ``AWS_ENDPOINT_URL_S3``, else ``AWS_ENDPOINT_URL`` (a custom endpoint such
+  as ``http://localhost:9000`` for MinIO is addressed path-style); else AWS;
+- region: ``AWS_REGION``, else ``AWS_DEFAULT_REGION``; else the bucket's own region
+  (looked up once), or ``us-east-1`` with a custom endpoint;
+- credentials: each SDK's default chain (``AWS_ACCESS_KEY_ID``,
+  ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_PROFILE`` and the shared
+  files, instance roles), or given explicitly in :class:`S3Options`.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+import pyarrow.fs as pafs
+
+from shoal.errors import InvalidArgumentError
+from shoal.io.executor import io_threads, parallel_map
+from shoal.io.file_io import DeleteError, FileIO
+
+try:
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError("s3:// tables need boto3: pip install 'shoal[s3]'") from exc
+
+logger = logging.getLogger(__name__)
+
+DELETE_BATCH = 1000  # the most keys one DeleteObjects request takes
+# A conditional put that meets another one in flight on the same key may be refused
+# with 409 ConditionalRequestConflict: retry it this many times.
+CONFLICT_RETRIES = 5
+DEFAULT_REGION = "us-east-1"
+
+
+@dataclass(frozen=True, slots=True)
+class S3Options:
+    """Where and how to reach the store; None leaves a setting to the SDKs' defaults."""
+
+    endpoint_url: str | None = None  # e.g. "http://localhost:9000"; None: AWS
+    region: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+    session_token: str | None = None
+
+    @staticmethod
+    def from_env(environ: Mapping[str, str] | None = None) -> S3Options:
+        """Endpoint and region from the AWS environment variables (credentials are
+        left to the SDKs' default chains, which read them from there too)."""
+        env = os.environ if environ is None else environ
+        endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
+        return S3Options(endpoint_url=endpoint, region=region)
+
+
+class S3FileIO(FileIO):
+    """FileIO on S3: conditional puts for an atomic create, batched deletes.
+
+    See the module docstring for what goes through boto3 and what through pyarrow.
+    Instances are thread-safe and picklable (the boto3 client is made lazily, once
+    per process)."""
+
+    atomic_create = True
+    concurrent_reads = True
+    concurrent_deletes = True
+
+    def __init__(self, options: S3Options | None = None) -> None:
+        self.options = options or S3Options.from_env()
+        super().__init__(_arrow_filesystem(self.options))
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._client_pid = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"options": self.options, "fs": self.fs}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.options = state["options"]
+        self.fs = state["fs"]
+        self._lock = threading.Lock()
+        self._client = None
+        self._client_pid = 0
+
+    @property
+    def client(self) -> Any:
+        """The boto3 S3 client (one per process; boto3 clients are thread-safe)."""
+        with self._lock:
+            if self._client is None or self._client_pid != os.getpid():
+                self._client = _boto3_client(self.options)
+                self._client_pid = os.getpid()
+            return self._client
+
+    # --- whole-file writes -------------------------------------------------------------------
+    def write_bytes(self, path: str, data: bytes) -> None:
+        bucket, key = split_path(path)
+        try:
+            self.client.put_object(Bucket=bucket, Key=key, Body=data)
+        except ClientError as exc:
+            raise _os_error(exc, path) from exc
+
+    def overwrite(self, path: str, data: bytes) -> None:
+        """A plain put: S3 shows readers the old or the new object, never a part."""
+        self.write_bytes(path, data)
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        """Create ``path`` unless it exists (``PutObject`` with ``If-None-Match: *``);
+        False if it did.
+
+        A key found holding exactly ``data`` counts as created: a put whose answer was
+        lost and which the SDK then retried meets its own object, and must not be
+        taken for a lost race (the caller would discard what it just published)."""
+        bucket, key = split_path(path)
+        conflicts = 0
+        while True:
+            try:
+                self.client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+            except ClientError as exc:
+                status = _status(exc)
+                if status == 412:
+                    return self._holds(path, data)
+                if status == 409 and conflicts < CONFLICT_RETRIES:
+                    # Another conditional put on this key is in flight: try again.
+                    conflicts += 1
+                    time.sleep(random.uniform(0, 0.05 * conflicts))
+                    continue
+                raise _os_error(exc, path) from exc
+            return True
+
+    def _holds(self, path: str, data: bytes) -> bool:
+        try:
+            return self.read_bytes(path) == data
+        except FileNotFoundError:
+            return False
+
+    def mkdirs(self, path: str) -> None:
+        """Nothing: object stores have no directories, and writes need none."""
+        del path
+
+    def open_output_stream(self, path: str) -> Any:
+        return self.fs.open_output_stream(path)
+
+    # --- deletes -----------------------------------------------------------------------------
+    def delete(self, path: str) -> bool:
+        bucket, key = split_path(path)
+        try:
+            self.client.head_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if _status(exc) == 404:
+                return False
+            raise _os_error(exc, path) from exc
+        try:
+            self.client.delete_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            raise _os_error(exc, path) from exc
+        return True
+
+    def delete_many(self, paths: Sequence[str]) -> int:
+        """``DeleteObjects`` in batches of 1000 keys on the I/O pool; returns how many
+        keys the store reports deleted (S3 reports an absent key as deleted too)."""
+        batches: list[tuple[str, list[str]]] = []
+        by_bucket: dict[str, list[str]] = {}
+        for path in paths:
+            bucket, key = split_path(path)
+            by_bucket.setdefault(bucket, []).append(key)
+        for bucket, keys in by_bucket.items():
+            batches.extend(
+                (bucket, keys[i : i + DELETE_BATCH]) for i in range(0, len(keys), DELETE_BATCH)
+            )
+        deleted = 0
+        failed: dict[str, str] = {}
+        for count, errors in parallel_map(self._delete_batch, batches):
+            deleted += count
+            failed.update(errors)
+        if failed:
+            raise DeleteError(failed, deleted)
+        return deleted
+
+    def _delete_batch(self, batch: tuple[str, list[str]]) -> tuple[int, dict[str, str]]:
+        """One DeleteObjects request: how many keys went, and why the others did not."""
+        bucket, keys = batch
+        try:
+            response = self.client.delete_objects(
+                Bucket=bucket,
+                Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True},
+            )
+        except ClientError as exc:
+            reason = str(_os_error(exc, f"{bucket}/{keys[0]}"))
+            return 0, {f"{bucket}/{k}": reason for k in keys}
+        errors = {
+            f"{bucket}/{e.get('Key', '')}": f"{e.get('Code', '')}: {e.get('Message', '')}"
+            for e in response.get("Errors", [])
+        }
+        return len(keys) - len(errors), errors
+
+    def delete_dir(self, path: str) -> None:
+        """Delete every object under ``path/`` (and a marker object ``path/``)."""
+        bucket, key = split_path(path)
+        prefix = f"{key.rstrip('/')}/" if key else ""
+        paginator = self.client.get_paginator("list_objects_v2")
+        paths = [
+            f"{bucket}/{o['Key']}"
+            for page in paginator.paginate(Bucket=bucket, Prefix=prefix)
+            for o in page.get("Contents", [])
+        ]
+        if paths:
+            self.delete_many(paths)
+
+
+def split_path(path: str) -> tuple[str, str]:
+    """``bucket/key`` -> (bucket, key)."""
+    bucket, _, key = path.partition("/")
+    if not bucket:
+        raise InvalidArgumentError(f"{path!r} names no bucket")
+    return bucket, key
+
+
+def _status(exc: Any) -> int:
+    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+
+
+def _os_error(exc: Any, path: str) -> OSError:
+    """The OSError for a failed request: FileNotFoundError for a missing key or bucket."""
+    error = exc.response.get("Error", {})
+    message = f"{error.get('Code', 'S3 error')}: {error.get('Message', exc)}"
+    if _status(exc) == 404:
+        return FileNotFoundError(errno.ENOENT, message, path)
+    return OSError(errno.EIO, message, path)
+
+
+def _arrow_filesystem(options: S3Options) -> pafs.S3FileSystem:
+    kwargs: dict[str, Any] = {
+        "region": options.region or DEFAULT_REGION,
+        # Small files (most of a table's) go in one PutObject, not a multipart upload.
+        "allow_delayed_open": True,
+    }
+    if options.endpoint_url:
+        endpoint = urlsplit(options.endpoint_url)
+        if endpoint.netloc:
+            kwargs["endpoint_override"] = endpoint.netloc
+            kwargs["scheme"] = endpoint.scheme or "https"
+        else:  # "host:port" without a scheme
+            kwargs["endpoint_override"] = options.endpoint_url
+    if options.access_key:
+        kwargs.update(
+            access_key=options.access_key,
+            secret_key=options.secret_key,
+            session_token=options.session_token,
+        )
+    return pafs.S3FileSystem(**kwargs)
+
+
+def _boto3_client(options: S3Options) -> Any:
+    config = Config(
+        max_pool_connections=io_threads(),
+        retries={"mode": "standard", "max_attempts": 5},
+        s3={"addressing_style": "path"} if options.endpoint_url else None,
+    )
+    endpoint = options.endpoint_url
+    if endpoint and "://" not in endpoint:
+        endpoint = f"https://{endpoint}"
+    # A session of its own: boto3's default session is not safe to share across threads.
+    return boto3.session.Session().client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=options.region or DEFAULT_REGION,
+        aws_access_key_id=options.access_key,
+        aws_secret_access_key=options.secret_key,
+        aws_session_token=options.session_token,
+        config=config,
+    )
+
+
+def s3_file_io_for(uri: str) -> tuple[S3FileIO, str]:
+    """The S3FileIO for ``s3://bucket/path`` (configured from the environment; one
+    instance per configuration), and ``bucket/path``."""
+    parts = urlsplit(uri)
+    if parts.query or parts.fragment:
+        raise InvalidArgumentError(
+            f"{uri!r}: S3 options are read from the AWS environment variables "
+            "(AWS_ENDPOINT_URL, AWS_REGION, ...), not from the URI"
+        )
+    bucket = parts.netloc
+    path = f"{bucket}{parts.path}".rstrip("/")
+    split_path(path)
+    options = S3Options.from_env()
+    if options.region is None and options.endpoint_url is None:
+        options = replace(options, region=_bucket_region(bucket))
+    return _shared_file_io(options), path
+
+
+@functools.lru_cache(maxsize=16)
+def _shared_file_io(options: S3Options) -> S3FileIO:
+    return S3FileIO(options)
+
+
+@functools.lru_cache(maxsize=64)
+def _bucket_region(bucket: str) -> str:
+    try:
+        return str(pafs.resolve_s3_region(bucket))
+    except OSError as exc:
+        logger.warning(
+            "could not find the region of bucket %s (%s); using %s", bucket, exc, DEFAULT_REGION
+        )
+        return DEFAULT_REGION
