@@ -16,7 +16,8 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -138,6 +139,15 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Source]:
 def copy_of(source: Source, target: Path) -> Path:
     shutil.copytree(source.path, target)  # copy2 keeps the aged times
     return target
+
+
+@contextmanager
+def scratch(source: Source, target: Path) -> Iterator[Path]:
+    """A copy of the table, removed afterwards (thousands are made)."""
+    try:
+        yield copy_of(source, target)
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
 
 
 # --- operations ---------------------------------------------------------------------------------
@@ -412,36 +422,36 @@ def check_damage(
     With ``strict``, the operations in NEEDS must fail with CorruptMetadataError."""
     failures = []
     for op in [*READS, "expire", "orphans"]:
-        path = copy_of(source, tmp_path / op)
-        victim = path / relative
-        victim.write_bytes(change(victim.read_bytes()))
-        before = listing(path)
-        call = {"expire": expire, "orphans": remove_orphans}.get(op) or READS[op]
-        try:
-            error = attempt(lambda call=call, path=path: call(path))
-        except Exception as exc:
-            failures.append(f"{op}: {type(exc).__name__}: {exc}")
-            continue
-        if error is not None:
-            assert_clear(error, [os.path.basename(relative)])
-            assert listing(path) == before, f"{op} failed but changed files"
+        with scratch(source, tmp_path / op) as path:
+            victim = path / relative
+            victim.write_bytes(change(victim.read_bytes()))
+            before = listing(path)
+            call = {"expire": expire, "orphans": remove_orphans}.get(op) or READS[op]
+            try:
+                error = attempt(lambda call=call, path=path: call(path))
+            except Exception as exc:
+                failures.append(f"{op}: {type(exc).__name__}: {exc}")
+                continue
+            if error is not None:
+                assert_clear(error, [os.path.basename(relative)])
+                assert listing(path) == before, f"{op} failed but changed files"
+                if strict and op in NEEDS[target]:
+                    assert isinstance(error, CorruptMetadataError), f"{op}: {error!r}"
+                    assert error.path == str(victim)
+                continue
             if strict and op in NEEDS[target]:
-                assert isinstance(error, CorruptMetadataError), f"{op}: {error!r}"
-                assert error.path == str(victim)
-            continue
-        if strict and op in NEEDS[target]:
-            failures.append(f"{op} succeeded without the damaged {relative}")
-        after = listing(path)
-        deleted = set(before) - set(after)
-        changed = {f for f in after if f in before and after[f] != before[f]}
-        assert not set(after) - set(before), f"{op} created files"
-        assert changed <= {"snapshot/EARLIEST", "snapshot/LATEST"}, f"{op} changed {changed}"
-        if op == "orphans":
-            assert not deleted, f"orphan cleanup deleted {deleted}"
-        elif op == "expire":
-            assert deleted <= source.expired, f"expire deleted {deleted - source.expired}"
-        else:
-            assert not deleted, f"{op} deleted {deleted}"
+                failures.append(f"{op} succeeded without the damaged {relative}")
+            after = listing(path)
+            deleted = set(before) - set(after)
+            changed = {f for f in after if f in before and after[f] != before[f]}
+            assert not set(after) - set(before), f"{op} created files"
+            assert changed <= {"snapshot/EARLIEST", "snapshot/LATEST"}, f"{op} changed {changed}"
+            if op == "orphans":
+                assert not deleted, f"orphan cleanup deleted {deleted}"
+            elif op == "expire":
+                assert deleted <= source.expired, f"expire deleted {deleted - source.expired}"
+            else:
+                assert not deleted, f"{op} deleted {deleted}"
     assert not failures, "\n".join(failures)
 
 
@@ -665,34 +675,34 @@ def test_foreign_files(sources: dict[str, Source], tmp_path: Path, foreign: Fore
     naming it); maintenance deletes no file of the table."""
     source = sources["zstd"]
     name = os.path.basename(foreign.path)
-    for op in READS:
-        path = copy_of(source, tmp_path / op)
+    with scratch(source, tmp_path / "reads") as path:
         _add(path, foreign)
         before = listing(path)
-        result, error = run_read(op, path)
-        assert listing(path) == before
-        if error is None:
-            assert result == source.observed[op], f"{op} misread the table beside {name!r}"
-        else:
-            assert not foreign.ignored, f"{op}: {error!r}"
-            assert_clear(error, [name])
-    for op, call in (("expire", expire), ("orphans", remove_orphans)):
-        path = copy_of(source, tmp_path / op)
-        _add(path, foreign)
-        before = listing(path)
-        error = attempt(lambda call=call, path=path: call(path))
-        if error is not None:
-            assert not foreign.ignored, f"{op}: {error!r}"
-            assert_clear(error, [name])
+        for op in READS:
+            result, error = run_read(op, path)
             assert listing(path) == before
-            continue
-        deleted = set(before) - set(listing(path))
-        ours = {f for f in deleted if f in source.files}
-        if op == "expire":
-            assert ours == source.expired, f"expire deleted {ours ^ source.expired}"
-        else:
-            assert not ours, f"orphan cleanup deleted files of the table: {ours}"
-        assert run_read("read", path)[0] == source.observed["read"]
+            if error is None:
+                assert result == source.observed[op], f"{op} misread the table beside {name!r}"
+            else:
+                assert not foreign.ignored, f"{op}: {error!r}"
+                assert_clear(error, [name])
+    for op, call in (("expire", expire), ("orphans", remove_orphans)):
+        with scratch(source, tmp_path / op) as path:
+            _add(path, foreign)
+            before = listing(path)
+            error = attempt(lambda call=call, path=path: call(path))
+            if error is not None:
+                assert not foreign.ignored, f"{op}: {error!r}"
+                assert_clear(error, [name])
+                assert listing(path) == before
+                continue
+            deleted = set(before) - set(listing(path))
+            ours = {f for f in deleted if f in source.files}
+            if op == "expire":
+                assert ours == source.expired, f"expire deleted {ours ^ source.expired}"
+            else:
+                assert not ours, f"orphan cleanup deleted files of the table: {ours}"
+            assert run_read("read", path)[0] == source.observed["read"]
 
 
 # --- bad writes --------------------------------------------------------------------------------
