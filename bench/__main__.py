@@ -1,5 +1,6 @@
-"""``python -m bench``: the small-appends, primary-key and cleanup (snapshot expiration,
-orphan files) benchmarks; ``--quick`` for a short run, ``--workload`` for one of them."""
+"""``python -m bench``: the small-appends, primary-key, cleanup (snapshot expiration,
+orphan files), event-time and Spark benchmarks; ``--quick`` for a short run,
+``--workload`` for one of them."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from bench.report import Ratio, machine_info, render
 BENCH_DIR = Path(__file__).resolve().parent
 APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS = "appends", "primary-key", "expire", "orphans"
 EVENT_TIME = "event-time"
+SPARK = "spark"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,11 +31,11 @@ def _parser() -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help="a short run of everything (under 3 minutes): 40 appends, 5 upserts of "
-        "20,000 rows, 3 repeats",
+        "20,000 rows, 3 repeats; 1,000,000 rows on Spark, 2 repeats",
     )
     p.add_argument(
         "--workload",
-        choices=["all", APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME],
+        choices=["all", APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME, SPARK],
         default="all",
         help="run only this workload (default all; the report then holds only it)",
     )
@@ -44,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
         help="rows of the event-time compaction table (default 1,000,000, quick 200,000)",
     )
     p.add_argument("--rows", type=int, default=1000, help="rows per append (multiple of 4)")
+    p.add_argument(
+        "--spark-rows",
+        type=int,
+        help="rows the Spark workload reads and writes (default 10,000,000, quick 1,000,000)",
+    )
+    p.add_argument("--spark-repeats", type=int, help="Spark workload repeats (default 3, quick 2)")
     p.add_argument("--repeats", type=int, help="append workload plan/read repeats (5, quick 3)")
     p.add_argument("--pk-batches", type=int, help="number of upserts (default 20, quick 5)")
     p.add_argument("--pk-rows", type=int, help="rows per upsert (default 50,000, quick 20,000)")
@@ -133,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.rows <= 0 or args.rows % 4:
         raise SystemExit("--rows must be a positive multiple of 4 (one quarter per partition)")
-    everything = [APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME]
+    everything = [APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME, SPARK]
     workloads = everything if args.workload == "all" else [args.workload]
     python = None if args.no_pypaimon else paimon_env.ensure_pypaimon()
     cleanup = EXPIRE in workloads or ORPHANS in workloads
@@ -199,6 +207,16 @@ def main(argv: list[str] | None = None) -> int:
             et_done = event_time.run(et_config, workdir)
             sections.append(event_time.render(et_done))
             dump[EVENT_TIME] = {"threshold_ms": et_done["threshold_ms"], "runs": et_done["runs"]}
+        if SPARK in workloads:
+            from bench import spark_workloads
+            from bench.spark_report import render_spark, spark_ratios
+
+            spark_config = spark_workloads.SparkConfig.sized(
+                args.spark_rows, args.spark_repeats, args.quick, args.seed, workdir
+            )
+            spark_done = spark_workloads.run(spark_config)
+            sections.append(render_spark(spark_done))
+            dump[SPARK] = {**spark_done, "ratios": _ratios_json(spark_ratios(spark_done))}
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -1,12 +1,13 @@
 """The Spark workload: shoal's data source and distributed jobs on local Spark (``local[2]``),
 against Spark's own Parquet source and shoal's single-process operations.
 
-Measured, in one SparkSession, each contender in turn in a rotating order, round after
-round (after one untimed warm-up round):
+Measured in one SparkSession, one measurement after the other; each first runs every
+contender once untimed, then round after round of them in a rotating order:
 
 - ``read-all``: an aggregate over every column of a table of ``rows`` rows (10 appends,
   so 10 data files), read through ``spark.read.format("shoal")`` and through
-  ``spark.read.parquet`` of the very same data files;
+  ``spark.read.parquet`` of the very same data files; ``read-all-sorting`` the same
+  with the maximum of the string column, which Spark aggregates by sorting;
 - ``read-one``: a one-column aggregate, the shoal read pruned by its ``columns`` option,
   the Parquet read by Spark itself;
 - ``write``: the same cached DataFrame (those rows in two partitions) appended to a new
@@ -16,6 +17,11 @@ round (after one untimed warm-up round):
 - ``orphans``: orphan cleanup of an append table with aged stray files,
   ``shoal.spark.remove_orphan_files`` against ``Table.remove_orphan_files``, each on a
   fresh copy.
+
+The reads and the write also run through a floor: the least a Python data source does
+(:class:`FloorSource`: the same files read by ``pyarrow.dataset`` in two partitions; a
+writer that only takes the batches in), which is what Spark's Python Data Source API
+costs before any table logic.
 
 ``python -m bench.spark_workloads --result FILE ...`` is the measuring process (it
 writes one JSON object to ``FILE``); :func:`run` starts it and returns that object.
@@ -37,11 +43,21 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
 
 from bench import data
 from bench.paimon_env import REPO_ROOT
@@ -50,14 +66,16 @@ from bench.procs import log, rotate
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-READ_ALL, READ_ONE, WRITE, COMPACT, ORPHANS = "read-all", "read-one", "write", "compact", "orphans"
-MEASURES = (READ_ALL, READ_ONE, WRITE, COMPACT, ORPHANS)
-SHOAL, PARQUET = "shoal", "parquet"  # the data source against Spark's Parquet source
+READ_ALL, READ_SORT, READ_ONE = "read-all", "read-all-sorting", "read-one"
+WRITE, COMPACT, ORPHANS = "write", "compact", "orphans"
+MEASURES = (READ_ALL, READ_SORT, READ_ONE, WRITE, COMPACT, ORPHANS)
+SHOAL, FLOOR, PARQUET = "shoal", "floor", "parquet"  # data source, least Python source, Spark
 SPARK_JOB, SINGLE = "spark", "single-process"  # the Spark job against Table's method
 CONTENDERS = {
-    READ_ALL: (SHOAL, PARQUET),
-    READ_ONE: (SHOAL, PARQUET),
-    WRITE: (SHOAL, PARQUET),
+    READ_ALL: (SHOAL, FLOOR, PARQUET),
+    READ_SORT: (SHOAL, FLOOR, PARQUET),
+    READ_ONE: (SHOAL, FLOOR, PARQUET),
+    WRITE: (SHOAL, FLOOR, PARQUET),
     COMPACT: (SPARK_JOB, SINGLE),
     ORPHANS: (SPARK_JOB, SINGLE),
 }
@@ -71,9 +89,11 @@ READ_SCHEMA = pa.schema(
         pa.field("qty", pa.int32()),
     ]
 )
+READ_DDL = "id bigint, name string, value double, ts timestamp_ntz, qty int"
 ONE_COLUMN = "value"
+ONE_DDL = "value double"
 READ_FILES = 10  # appends of the read table, one data file each
-WRITE_PARTITIONS = 2  # partitions of the written DataFrame: write tasks
+TASKS = 2  # partitions of the written DataFrame and of the floor's reads: one per core
 COMPRESSION = "zstd"  # shoal's default file.compression; Spark's Parquet writer is told
 COMPACT_BUCKETS = 8
 STRAY_AGE = timedelta(days=2)
@@ -109,41 +129,53 @@ class SparkConfig:
     strays: int  # aged stray files in the orphan table
     seed: int
     workdir: Path
+    measures: tuple[str, ...] = MEASURES
 
     @staticmethod
     def sized(
         rows: int | None, repeats: int | None, quick: bool, seed: int, workdir: Path
     ) -> SparkConfig:
-        """The full run's sizes, or the quick run's."""
+        """The full run's sizes, or the quick run's (which leaves the sort-based
+        aggregate out)."""
         return SparkConfig(
             rows=rows or (1_000_000 if quick else 10_000_000),
-            repeats=repeats or 3,
+            repeats=repeats or (2 if quick else 3),
             compact_rows=200_000 if quick else 1_000_000,
             compact_commits=10 if quick else 20,
             orphan_commits=40 if quick else 100,
             strays=1000 if quick else 2000,
             seed=seed,
             workdir=workdir,
+            measures=tuple(m for m in MEASURES if not (quick and m == READ_SORT)),
         )
+
+    def arguments(self) -> list[str]:
+        """The command line of the measuring process that gives this configuration."""
+        out = []
+        for key, value in asdict(self).items():
+            text = ",".join(value) if key == "measures" else str(value)
+            out += [f"--{key.replace('_', '-')}", text]
+        return out
 
 
 # --- the driver's side -------------------------------------------------------------------------
 def run(config: SparkConfig) -> dict[str, Any]:
-    """Measure in a fresh process (its Spark log goes to a file in the work directory);
-    the JSON object it wrote."""
+    """Measure in a fresh process; the JSON object it wrote. Its progress and Spark's
+    errors go to stderr, its stdout (where the JVM may print too) to a log file."""
     work = config.workdir / "spark"
     work.mkdir(parents=True, exist_ok=True)
     result = work / "result.json"
     cmd = [sys.executable, "-m", "bench.spark_workloads", "--result", str(result)]
-    for key, value in asdict(config).items():
-        cmd += [f"--{key.replace('_', '-')}", str(value)]
-    log(f"spark: {config.rows:,} rows, {config.repeats} repeats (log in {work / 'spark.log'})")
+    cmd += config.arguments()
+    log(f"spark: {config.rows:,} rows, {config.repeats} repeats")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     with (work / "spark.log").open("w") as spark_log:
         done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, stdout=spark_log, check=False)
     if done.returncode != 0:
         tail = (work / "spark.log").read_text()[-4000:]
-        raise RuntimeError(f"the Spark workload failed ({done.returncode}):\n{tail}")
+        raise RuntimeError(
+            f"the Spark workload failed ({done.returncode}; its errors are above):\n{tail}"
+        )
     answer: dict[str, Any] = json.loads(result.read_text())
     return answer
 
@@ -225,6 +257,54 @@ def build_orphan_table(warehouse: Path, commits: int, strays: int, seed: int) ->
     return str(root)
 
 
+# --- the floor: the least a Python data source does -----------------------------------------
+class FloorSource(DataSource):
+    """Reads the Parquet files of the ``files`` option (a JSON list) with
+    ``pyarrow.dataset``, in ``TASKS`` partitions of consecutive files, and
+    hands every batch over in Spark's Arrow form (read it with a user schema); writes
+    nothing, only takes the batches in."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "shoal_bench_floor"
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return FloorReader(json.loads(self.options["files"]), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return DiscardWriter()
+
+
+class FloorReader(DataSourceReader):
+    def __init__(self, files: list[str], schema: StructType) -> None:
+        self._files = files
+        self._schema = schema
+
+    def partitions(self) -> list[InputPartition]:
+        n, k = len(self._files), TASKS
+        groups = [self._files[i * n // k : (i + 1) * n // k] for i in range(k)]
+        return [InputPartition(group) for group in groups if group]
+
+    def read(self, partition: InputPartition) -> Any:
+        import pyarrow.dataset as ds
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        target = to_arrow_schema(self._schema, timezone="UTC")
+        files = ds.dataset(partition.value, format="parquet")
+        for batch in files.to_batches(columns=target.names, batch_size=131_072):
+            yield pa.RecordBatch.from_arrays(batch.columns, schema=target)
+
+
+class DiscardWriter(DataSourceArrowWriter):
+    def write(self, iterator: Any) -> WriterCommitMessage:
+        for _ in iterator:
+            pass
+        return WriterCommitMessage()
+
+    def commit(self, messages: Any) -> None:
+        pass
+
+
 # --- the session ---------------------------------------------------------------------------------
 def start_spark(work: Path) -> SparkSession:
     """A quiet local[2] session with the ``shoal`` source registered."""
@@ -238,6 +318,10 @@ def start_spark(work: Path) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # the workers import the floor source from here when it is not pickled by value
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p
+    )
     log_config = work / "log4j2.properties"
     log_config.write_text(_LOG4J2)
     builder = SparkSession.builder.master("local[2]").appName("shoal-bench")
@@ -249,18 +333,23 @@ def start_spark(work: Path) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     shoal.spark.register(spark)
+    spark.dataSource.register(FloorSource)
     return spark
 
 
 # --- the measurements ----------------------------------------------------------------------------
-def all_columns() -> list[Column]:
-    """The aggregate over every column of the read table."""
+def all_columns(*, string_max: bool = False) -> list[Column]:
+    """The aggregate over every column of the read table. Of the string, its longest
+    length, unless ``string_max``: a maximum of strings makes Spark aggregate by sorting
+    (a ``SortAggregate``, where the rest is a ``HashAggregate``), which costs every
+    contender the same extra second or so."""
     from pyspark.sql import functions as F
 
+    name = F.max("name") if string_max else F.max(F.length("name"))
     return [
         F.count(F.lit(1)).alias("rows"),
         F.sum("id").alias("id"),
-        F.max("name").alias("name"),
+        name.alias("name"),
         F.sum("value").alias("value"),
         F.max("ts").alias("ts"),
         F.sum("qty").alias("qty"),
@@ -271,6 +360,13 @@ def one_column() -> list[Column]:
     from pyspark.sql import functions as F
 
     return [F.count(F.lit(1)).alias("rows"), F.sum(ONE_COLUMN).alias(ONE_COLUMN)]
+
+
+AGGREGATES: dict[str, Callable[[], list[Column]]] = {
+    READ_ALL: all_columns,
+    READ_SORT: partial(all_columns, string_max=True),
+    READ_ONE: one_column,
+}
 
 
 def _timed(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -316,40 +412,35 @@ class Workload:
         return self.scratch / f"{name}-{self.runs}"
 
     # reads ----------------------------------------------------------------------------------
-    def _aggregate(self, measure: str, contender: str, frame: Callable[[], DataFrame]) -> float:
-        aggregates = all_columns() if measure == READ_ALL else one_column()
-        seconds, rows = _timed(lambda: frame().agg(*aggregates).collect())
+    def _frame(self, measure: str, contender: str) -> DataFrame:
+        """The rows one read aggregates: all columns, or only ``ONE_COLUMN``."""
+        one = measure == READ_ONE
+        if contender == SHOAL:
+            reader = self.spark.read.format("shoal")
+            if one:
+                reader = reader.option("columns", ONE_COLUMN)
+            return reader.load(self.read_table)
+        if contender == FLOOR:
+            reader = self.spark.read.format(FloorSource.name()).schema(ONE_DDL if one else READ_DDL)
+            return reader.option("files", json.dumps(self.read_files)).load()
+        frame = self.spark.read.parquet(*self.read_files)
+        return frame.select(ONE_COLUMN) if one else frame
+
+    def read(self, measure: str, contender: str) -> float:
+        """A new DataFrame, aggregated to one row and collected."""
+        aggregates = AGGREGATES[measure]()
+        seconds, rows = _timed(lambda: self._frame(measure, contender).agg(*aggregates).collect())
         self._fact(measure, contender, {k: str(v) for k, v in rows[0].asDict().items()})
         return seconds
 
-    def read_all_shoal(self) -> float:
-        reader = self.spark.read.format("shoal")
-        return self._aggregate(READ_ALL, SHOAL, lambda: reader.load(self.read_table))
-
-    def read_all_parquet(self) -> float:
-        return self._aggregate(
-            READ_ALL, PARQUET, lambda: self.spark.read.parquet(*self.read_files)
-        )
-
-    def read_one_shoal(self) -> float:
-        reader = self.spark.read.format("shoal").option("columns", ONE_COLUMN)
-        return self._aggregate(READ_ONE, SHOAL, lambda: reader.load(self.read_table))
-
-    def read_one_parquet(self) -> float:
-        return self._aggregate(
-            READ_ONE,
-            PARQUET,
-            lambda: self.spark.read.parquet(*self.read_files).select(ONE_COLUMN),
-        )
-
     # writes ---------------------------------------------------------------------------------
     def source_frame(self) -> DataFrame:
-        """The rows of the read table in ``WRITE_PARTITIONS`` partitions, cached (the
+        """The rows of the read table in ``TASKS`` partitions, cached (the
         first use materializes them, untimed)."""
         if self.write_df is None:
             from pyspark import StorageLevel
 
-            frame = self.spark.read.parquet(*self.read_files).repartition(WRITE_PARTITIONS)
+            frame = self.spark.read.parquet(*self.read_files).repartition(TASKS)
             frame = frame.persist(StorageLevel.MEMORY_ONLY)
             frame.count()
             self.write_df = frame
@@ -368,6 +459,11 @@ class Workload:
         count = rows.total_record_count if rows is not None else None
         self._fact(WRITE, SHOAL, {"files": files, "bytes": size, "rows": count})
         shutil.rmtree(warehouse, ignore_errors=True)
+        return seconds
+
+    def write_floor(self) -> float:
+        frame = self.source_frame()
+        seconds, _ = _timed(lambda: frame.write.format(FloorSource.name()).mode("append").save())
         return seconds
 
     def write_parquet(self) -> float:
@@ -434,10 +530,13 @@ class Workload:
         )
 
     def contenders(self) -> dict[str, dict[str, Callable[[], float]]]:
+        reads = {
+            measure: {name: partial(self.read, measure, name) for name in CONTENDERS[measure]}
+            for measure in AGGREGATES
+        }
         return {
-            READ_ALL: {SHOAL: self.read_all_shoal, PARQUET: self.read_all_parquet},
-            READ_ONE: {SHOAL: self.read_one_shoal, PARQUET: self.read_one_parquet},
-            WRITE: {SHOAL: self.write_shoal, PARQUET: self.write_parquet},
+            **reads,
+            WRITE: {SHOAL: self.write_shoal, FLOOR: self.write_floor, PARQUET: self.write_parquet},
             COMPACT: {SPARK_JOB: self.compact_spark, SINGLE: self.compact_single},
             ORPHANS: {SPARK_JOB: self.orphans_spark, SINGLE: self.orphans_single},
         }
@@ -450,36 +549,56 @@ def _summary(result: Any) -> dict[str, Any]:
     return {"compacted_files": result.compacted_files}
 
 
-def run_rounds(
-    workload: Workload, measures: list[str], repeats: int
-) -> dict[str, dict[str, list[float]]]:
-    """``repeats`` rounds; in each, every measure with its contenders in a rotating
-    order."""
-    contenders = workload.contenders()
-    times: dict[str, dict[str, list[float]]] = {m: {} for m in measures}
+def run_measure(
+    workload: Workload, measure: str, repeats: int
+) -> tuple[dict[str, list[float]], float]:
+    """Every contender once, untimed (the JVM's JIT, Python workers with the code
+    loaded, the files in the page cache), then ``repeats`` rounds of them in a rotating
+    order, each measurement right after the other; the times, and how long the
+    warm-up took."""
+    contenders = workload.contenders()[measure]
+    names = list(CONTENDERS[measure])
+    warm_start = time.perf_counter()
+    for name in names:
+        _settle(workload.spark)
+        contenders[name]()
+    warm = time.perf_counter() - warm_start
+    workload.facts.pop(measure, None)
+    times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
-        for measure in measures:
-            for name in rotate(list(CONTENDERS[measure]), r):
-                seconds = contenders[measure][name]()
-                times[measure].setdefault(name, []).append(seconds)
-                log(f"spark: round {r + 1}/{repeats}, {measure}, {name}: {seconds:.2f} s")
-    return times
+        for name in rotate(names, r):
+            _settle(workload.spark)
+            seconds = contenders[name]()
+            times[name].append(seconds)
+            log(f"spark: {measure}, round {r + 1}/{repeats}, {name}: {seconds:.2f} s")
+    return times, warm
+
+
+def _settle(spark: SparkSession) -> None:
+    """Collect the garbage of the measurements before, the JVM's included, so that no
+    contender pays for another's."""
+    gc.collect()
+    jvm = spark.sparkContext._jvm
+    if jvm is not None:
+        jvm.System.gc()
 
 
 def _checks(facts: dict[str, dict[str, Any]]) -> list[str]:
-    """Notes on contenders whose results differ (floating-point sums aside)."""
+    """Notes on contenders whose results differ from the first's (floating-point sums
+    aside)."""
     notes = []
     for measure, by_contender in facts.items():
-        values = list(by_contender.values())
-        if len(values) != 2:
-            continue
-        first, second = values
-        for key in sorted(set(first) & set(second)):
-            if key in ("bytes", "files", "deleted_bytes", "compacted_files"):
-                continue
-            if not _same(first[key], second[key]):
-                notes.append(f"{measure}: {key} differs ({first[key]} against {second[key]})")
+        (first_name, first), *others = by_contender.items()
+        for name, other in others:
+            for key in sorted(set(first) & set(other) - _SIZES):
+                if not _same(first[key], other[key]):
+                    notes.append(
+                        f"{measure}: {key} differs ({first_name} {first[key]}, {name} {other[key]})"
+                    )
     return notes
+
+
+_SIZES = {"bytes", "files", "deleted_bytes"}
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -497,7 +616,7 @@ def _maintenance_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="shoal-bench-spark-", dir=base))
 
 
-def measure(config: SparkConfig, measures: list[str]) -> dict[str, Any]:
+def measure(config: SparkConfig) -> dict[str, Any]:
     """Build the tables, start Spark, warm up, then the timed rounds."""
     work = config.workdir / "spark"
     maintenance = _maintenance_dir()
@@ -508,10 +627,11 @@ def measure(config: SparkConfig, measures: list[str]) -> dict[str, Any]:
         log(f"spark: tables ready in {seconds:.1f} s; starting Spark ...")
         session_s, spark = _timed(lambda: start_spark(work))
         workload = Workload(spark, *tables, scratch=maintenance / "scratch")
-        warm_s, _ = _timed(lambda: run_rounds(workload, measures, 1))
-        log(f"spark: warmed up in {warm_s:.1f} s")
-        workload.facts.clear()
-        times = run_rounds(workload, measures, config.repeats)
+        times: dict[str, dict[str, list[float]]] = {}
+        warm_s = 0.0
+        for name in config.measures:
+            times[name], warm = run_measure(workload, name, config.repeats)
+            warm_s += warm
         versions = {"pyspark": spark.version, "java": _java_version(spark)}
         spark.stop()
     finally:
@@ -529,7 +649,8 @@ def measure(config: SparkConfig, measures: list[str]) -> dict[str, Any]:
     }
 
 
-def _build(config: SparkConfig, work: Path, maintenance: Path) -> tuple[Any, ...]:
+def _build(config: SparkConfig, work: Path, maintenance: Path) -> tuple[str, list[str], Path, Path]:
+    """The read table (its path and data files) and the two maintenance tables."""
     import shoal
 
     read_table = build_read_table(work / "warehouse", config.rows, config.seed)
@@ -562,10 +683,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261101)
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument(
-        "--only", default=",".join(MEASURES), help=f"comma-separated, of {', '.join(MEASURES)}"
+        "--measures", default=",".join(MEASURES), help=f"comma-separated, of {', '.join(MEASURES)}"
     )
     args = parser.parse_args(argv)
-    measures = [m for m in MEASURES if m in args.only.split(",")]
     config = SparkConfig(
         rows=args.rows,
         repeats=args.repeats,
@@ -575,8 +695,9 @@ def main(argv: list[str] | None = None) -> int:
         strays=args.strays,
         seed=args.seed,
         workdir=args.workdir,
+        measures=tuple(m for m in MEASURES if m in args.measures.split(",")),
     )
-    result = measure(config, measures)
+    result = measure(config)
     args.result.write_text(json.dumps(result, indent=2, default=str))
     return 0
 

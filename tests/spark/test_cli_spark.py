@@ -22,12 +22,14 @@ from shoal.cli.demo_run import DemoConfig
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = pa.schema([
-    pa.field("dt", pa.string(), nullable=False),
-    pa.field("id", pa.int64(), nullable=False),
-    ("ts", pa.timestamp("ms")),
-    ("v", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("dt", pa.string(), nullable=False),
+        pa.field("id", pa.int64(), nullable=False),
+        ("ts", pa.timestamp("ms")),
+        ("v", pa.string()),
+    ]
+)
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +76,10 @@ def content(table: shoal.Table) -> list[tuple[str, int, str]]:
 @pytest.fixture
 def keyed(tmp_path: Path) -> shoal.Table:
     return shoal.Catalog(str(tmp_path / "wh")).create_table(
-        "db.keyed", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"],
+        "db.keyed",
+        SCHEMA,
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
         options={"bucket": "2"},
     )
 
@@ -107,7 +112,13 @@ def test_ingest_overwrite(keyed: shoal.Table, tmp_path: Path) -> None:
     keyed.upsert(data([7], dt="2026-11-02"))
     source = write_json(tmp_path / "new.json", data([9], tag="n"))
     run_json(
-        "ingest", str(source), keyed.path, "-f", "json", "-m", "overwrite",
+        "ingest",
+        str(source),
+        keyed.path,
+        "-f",
+        "json",
+        "-m",
+        "overwrite",
         "--dynamic-partition-overwrite",
     )
     assert content(keyed) == [("2026-11-01", 9, "n9"), ("2026-11-02", 7, "a7")]
@@ -123,8 +134,12 @@ def test_ingest_errors(keyed: shoal.Table, tmp_path: Path) -> None:
     assert "primary-key" in upsert.stderr
     assert run("ingest", str(tmp_path / "missing.json"), keyed.path).exit_code == 2
     assert run("ingest", str(tmp_path), keyed.path).exit_code == 2  # format unknown
-    assert run("ingest", str(source), keyed.path, "-m", "append",
-               "--dynamic-partition-overwrite").exit_code == 2
+    assert (
+        run(
+            "ingest", str(source), keyed.path, "-m", "append", "--dynamic-partition-overwrite"
+        ).exit_code
+        == 2
+    )
     pq.write_table(pa.table({"id": [1]}), tmp_path / "narrow.parquet")
     narrow = run("ingest", str(tmp_path / "narrow.parquet"), keyed.path)
     assert narrow.exit_code == 2
@@ -182,8 +197,19 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
 
 def test_demo_json(tmp_path: Path) -> None:
     doc = run_json(
-        "demo", "-w", str(tmp_path / "small"), "--events", "400", "--hours", "2",
-        "--batch-minutes", "30", "--seed", "3", "--retain", "2",
+        "demo",
+        "-w",
+        str(tmp_path / "small"),
+        "--events",
+        "400",
+        "--hours",
+        "2",
+        "--batch-minutes",
+        "30",
+        "--seed",
+        "3",
+        "--retain",
+        "2",
     )
     kinds = [step["kind"] for step in doc["timeline"]]
     assert kinds.count("ingest") == 4
@@ -208,12 +234,14 @@ def test_maintenance_as_spark_jobs(keyed: shoal.Table) -> None:
     assert compacted["snapshot_id"] == 5
     assert compacted["freshness"]["uncompacted_file_count"] == 0
     assert content(keyed) == expected
-    expired = run_json("expire-snapshots", keyed.path, "--retain-max", "1", "--older-than",
-                       "now", "--spark")
+    expired = run_json(
+        "expire-snapshots", keyed.path, "--retain-max", "1", "--older-than", "now", "--spark"
+    )
     assert expired["expired_snapshots"] == 4
     assert expired["deleted_data_files"] > 0
     assert [s.id for s in keyed.snapshots()] == [5]
-    orphans = run_json("remove-orphan-files", keyed.path, "--older-than", "now", "--dry-run",
-                       "--spark")
+    orphans = run_json(
+        "remove-orphan-files", keyed.path, "--older-than", "now", "--dry-run", "--spark"
+    )
     assert orphans == {"deleted_count": 0, "deleted_bytes": 0, "paths": [], "dry_run": True}
     assert content(keyed) == expected

@@ -283,6 +283,24 @@ def test_small_files_are_packed_into_few_partitions(
     assert sum(p.file_count for p in buckets) == live.num_rows
 
 
+def test_a_table_with_enough_data_is_read_in_parallel_in_even_partitions(
+    spark: SparkSession, catalog: shoal.Catalog
+) -> None:
+    table = catalog.create_table("db.spread", EVENTS_SCHEMA)
+    for i in range(20):
+        table.append(events([i]))
+    cost = {"source.split.open-file-cost": "1 b"}
+    schema = ShoalDataSource({"path": table.path}).schema()
+    options = SourceOptions.parse({"path": table.path, **cost})
+    reader = ShoalReader(options, schema, parallelism=4)
+    assert [p.file_count for p in reader.partitions()] == [5] * 4  # not 20 in one
+    capped = SourceOptions.parse({"path": table.path, **cost, "source.split.target-size": "1 b"})
+    reader = ShoalReader(capped, schema, parallelism=4)
+    assert [p.file_count for p in reader.partitions()] == [1] * 20
+    shoal.spark.register(spark)  # tells the source the session's default parallelism, 2
+    assert load(spark, table.path, **cost).rdd.getNumPartitions() == 2
+
+
 # --- SQL ---------------------------------------------------------------------------------------
 
 

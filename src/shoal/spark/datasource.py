@@ -6,16 +6,18 @@
     df.write.format("shoal").mode("append").save(table_path)      # or "overwrite"
 
 Installing shoal installs the ``pyspark_shoal`` module, which Spark finds by itself,
-so ``format("shoal")`` works in any session; :func:`register` does it explicitly and
-also switches on Spark's Python filter pushdown.
+so ``format("shoal")`` works in any session; :func:`register` does it explicitly,
+also switches on Spark's Python filter pushdown, and tells the source the session's
+default parallelism (otherwise it assumes the cores of the machine that plans a read).
 
 Read options: ``scan.snapshot-id``, ``scan.tag-name``, ``scan.timestamp-millis``
 (time travel, at most one), ``incremental-between`` (two snapshot ids ``3,7`` or two
 tag names ``v1,v2``), ``read-optimized``, ``columns`` (a projection: Spark's Python
 sources cannot prune columns themselves; a user schema such as
 ``.schema("id bigint, name string")`` does the same), ``source.split.target-size``
-and ``source.split.open-file-cost`` (how much data one Spark task reads), and
-``filter-pushdown``.
+and ``source.split.open-file-cost`` (how much data one Spark task reads at most; a
+table with enough data is read in at least as many tasks as the default parallelism,
+of about equal size), and ``filter-pushdown``.
 
 Filter pushdown (``.option("filter-pushdown", "true")``, with
 ``spark.sql.python.filterPushdown.enabled`` on, which :func:`register` sets) prunes
@@ -70,6 +72,9 @@ class ShoalDataSource(DataSource):
 
     # Options fixed by a subclass that register_table() binds to one table.
     bound_options: ClassVar[Mapping[str, str]] = {}
+    # How many tasks the session runs at once, as register() found it; None: the
+    # cores of the machine that plans the read.
+    parallelism: ClassVar[int | None] = None
 
     @classmethod
     def name(cls) -> str:
@@ -108,7 +113,7 @@ class ShoalDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         options = self._options()
         reader = ShoalFilteringReader if options.filter_pushdown else ShoalReader
-        return reader(options, schema)
+        return reader(options, schema, self.parallelism)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return ShoalWriter(self._options(), schema, overwrite)
@@ -117,9 +122,11 @@ class ShoalDataSource(DataSource):
 def register(spark: SparkSession) -> None:
     """Register the ``shoal`` format in ``spark`` and switch on Python filter pushdown
     (``spark.sql.python.filterPushdown.enabled``), which reads with the
-    ``filter-pushdown`` option need."""
+    ``filter-pushdown`` option need. The format registered knows the session's default
+    parallelism: reads split a small table into that many tasks (the format Spark
+    finds by itself uses the cores of the machine that plans the read)."""
     spark.conf.set(PUSHDOWN_CONF, "true")
-    spark.dataSource.register(ShoalDataSource)
+    spark.dataSource.register(_bound_source(spark, "shoal", {}))
 
 
 def register_table(
@@ -138,16 +145,34 @@ def register_table(
     format_name = "shoal_" + re.sub(r"\W", "_", name).lower()
     bound = {str(k).lower(): str(v) for k, v in (options or {}).items()}
     bound["path"] = path
+    spark.dataSource.register(_bound_source(spark, format_name, bound))
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING {format_name}")
+    return format_name
+
+
+def _bound_source(
+    spark: SparkSession, format_name: str, options: Mapping[str, str]
+) -> type[ShoalDataSource]:
+    """The ``shoal`` source as the format ``format_name`` with ``options`` fixed and the
+    session's default parallelism. Spark pickles the class by value, so workers need
+    nothing registered."""
     source_name = format_name  # bound into the class below, pickled by value with it
 
     def bound_name(cls: type[Any]) -> str:
         return source_name
 
-    source = type(
-        f"ShoalTable_{format_name}",
-        (ShoalDataSource,),
-        {"bound_options": bound, "name": classmethod(bound_name)},
-    )
-    spark.dataSource.register(source)
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING {format_name}")
-    return format_name
+    attributes = {
+        "bound_options": dict(options),
+        "name": classmethod(bound_name),
+        "parallelism": default_parallelism(spark),
+    }
+    return type(f"ShoalDataSource_{format_name}", (ShoalDataSource,), attributes)
+
+
+def default_parallelism(spark: SparkSession) -> int | None:
+    """``spark``'s default parallelism, or None where it has no SparkContext (Spark
+    Connect)."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except (AttributeError, NotImplementedError):
+        return None

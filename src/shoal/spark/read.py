@@ -9,7 +9,10 @@ commits land meanwhile.
 
 Each Python task costs tens of milliseconds before it reads a byte, so splits are
 packed into partitions of about ``source.split.target-size`` bytes (each file counts
-at least ``source.split.open-file-cost``), as Spark packs Parquet files. A
+at least ``source.split.open-file-cost``), as Spark packs Parquet files; and, as
+Spark does, into at least as many partitions as Spark runs tasks at once while each
+still holds that open cost in data, so that a small table keeps every core busy. The
+partitions are of about equal weight, since the slowest task ends the query. A
 primary-key bucket read with merging is never divided: its files are merged by key
 inside one task.
 """
@@ -17,6 +20,8 @@ inside one task.
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 from collections.abc import Iterable, Iterator, Sequence
 
 import pyarrow as pa
@@ -90,11 +95,16 @@ def table_columns(names: Sequence[str], schema: TableSchema, what: str) -> tuple
 class ShoalReader(DataSourceReader):
     """Reads one snapshot (or one incremental range) of a table into Arrow batches."""
 
-    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+    def __init__(
+        self, options: SourceOptions, schema: StructType, parallelism: int | None = None
+    ) -> None:
+        """``parallelism``: how many tasks Spark runs at once (default: the cores of this
+        machine), the fewest partitions a table with enough data is read in."""
         store = open_store(options.path)
         self._store: FileStore | None = store
         self._options = options
         self._schema = schema
+        self._parallelism = parallelism or os.cpu_count() or 1
         self._columns = table_columns(schema.fieldNames(), store.schema, "the read schema")
         self._types = {f.name: f.type for f in store.schema.fields}
         self._filter: RawDnf | None = None
@@ -159,7 +169,13 @@ class ShoalReader(DataSourceReader):
             splits = self._incremental_splits(store, incremental)
         target = options.split_target_size or store.options.get(O.SPLIT_TARGET_SIZE)
         open_cost = options.split_open_file_cost or store.options.get(O.SPLIT_OPEN_FILE_COST)
-        packs = pack_splits(splits, target, open_cost, divisible=self._mode == FILES)
+        packs = pack_splits(
+            splits,
+            target,
+            open_cost,
+            divisible=self._mode == FILES,
+            parallelism=self._parallelism,
+        )
         return [ShoalPartition(i, tuple(p)) for i, p in enumerate(packs)]
 
     def _incremental_splits(
@@ -223,30 +239,46 @@ class ShoalFilteringReader(ShoalReader):
 
 
 def pack_splits(
-    splits: Sequence[DataSplit], target: int, open_cost: int, *, divisible: bool
+    splits: Sequence[DataSplit],
+    target: int,
+    open_cost: int,
+    *,
+    divisible: bool,
+    parallelism: int = 1,
 ) -> list[list[DataSplit]]:
-    """Splits grouped into packs of about ``target`` bytes, in plan order.
+    """Splits grouped into packs of about equal weight, in plan order.
+
+    A file weighs its size, at least ``open_cost``. There are enough packs for each to
+    weigh about ``target`` or less, and at least ``parallelism`` when the files hold
+    ``open_cost`` bytes of data for each pack (Spark's packing of Parquet files, by
+    ``maxPartitionBytes``, ``openCostInBytes`` and the default parallelism). Each piece
+    goes to the pack its middle falls in, so a pack holds consecutive pieces.
 
     With ``divisible`` a split's files may go to different packs (files read as they
     are); otherwise a split stays whole (a bucket merged by key).
     """
-    packs: list[list[DataSplit]] = []
-    current: list[DataSplit] = []
-    weight = 0
-    for split in splits:
-        units = (
-            [dataclasses.replace(split, files=(f,)) for f in split.files] if divisible else [split]
-        )
-        for unit in units:
-            cost = sum(max(f.file_size, open_cost) for f in unit.files)
-            if current and weight + cost > target:
-                packs.append(_coalesce(current))
-                current, weight = [], 0
-            current.append(unit)
-            weight += cost
-    if current:
-        packs.append(_coalesce(current))
-    return packs
+    units = _pieces(splits, divisible)
+    if not units:
+        return []
+    weights = [sum(max(f.file_size, open_cost) for f in unit.files) for unit in units]
+    data = sum(f.file_size for unit in units for f in unit.files)
+    total = sum(weights)
+    wanted = max(math.ceil(total / max(target, 1)), min(parallelism, data // max(open_cost, 1)))
+    count = max(1, min(wanted, len(units)))
+    share = total / count or 1.0  # files of no bytes, and no open cost
+    packs: list[list[DataSplit]] = [[] for _ in range(count)]
+    start = 0
+    for unit, weight in zip(units, weights, strict=True):
+        packs[min(int((start + weight / 2) / share), count - 1)].append(unit)
+        start += weight
+    return [_coalesce(pack) for pack in packs if pack]
+
+
+def _pieces(splits: Sequence[DataSplit], divisible: bool) -> list[DataSplit]:
+    """What packing moves as a whole: each file of a divisible split, else each split."""
+    if not divisible:
+        return list(splits)
+    return [dataclasses.replace(split, files=(f,)) for split in splits for f in split.files]
 
 
 def _coalesce(units: list[DataSplit]) -> list[DataSplit]:

@@ -46,10 +46,13 @@ def check_event_time_field(
         raise InvalidOptionError(key, name, f"no such column; the table has {columns}")
     field_type = found[0].type
     if not isinstance(field_type, T.AtomicType) or field_type.root not in EVENT_TIME_TYPES:
+        described = T.type_to_json(field_type)  # Paimon's SQL spelling, e.g. STRING
+        if isinstance(described, dict):
+            described = described["type"]
         raise InvalidOptionError(
             key,
             name,
-            f"the column is {field_type}; use a TIMESTAMP, TIMESTAMP_LTZ, DATE "
+            f"the column is {described}; use a TIMESTAMP, TIMESTAMP_LTZ, DATE "
             "or BIGINT (epoch milliseconds) column",
         )
 
