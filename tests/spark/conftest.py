@@ -10,8 +10,10 @@ from pyspark.sql import SparkSession
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     os.environ.setdefault("PYSPARK_PYTHON", "python3")
+    # SQL tables made by the tests go to a temporary folder, not the working directory.
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = (
         SparkSession.builder.master("local[2]")
         .appName("shoal-tests")
@@ -20,6 +22,7 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.default.parallelism", "2")
         .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.driver.memory", "2g")
+        .config("spark.sql.warehouse.dir", str(warehouse))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -81,6 +81,23 @@ def test_first_row_engine_keeps_the_first(catalog: shoal.Catalog) -> None:
     assert view(table) == {("a", 1): "first1", ("a", 2): "first2", ("a", 3): "second3"}
 
 
+def test_first_row_engine_refuses_deletes_unless_ignored(catalog: shoal.Catalog) -> None:
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
+                                 options={"bucket": "1", "merge-engine": "first-row"})
+    table.upsert(rows([1], "first"))
+    before = table.latest_snapshot()
+    with pytest.raises(shoal.InvalidArgumentError, match="ignore-delete"):
+        table.delete(pa.table({"id": [1]}))
+    assert table.latest_snapshot() == before
+    assert view(table) == {("a", 1): "first1"}
+    ignoring = catalog.create_table(
+        "db.u", SCHEMA, primary_keys=["id"],
+        options={"bucket": "1", "merge-engine": "first-row", "ignore-delete": "true"})
+    ignoring.upsert(rows([1], "first"))
+    ignoring.delete(pa.table({"id": [1]}))
+    assert view(ignoring) == {("a", 1): "first1"}
+
+
 def test_ignore_delete(catalog: shoal.Catalog) -> None:
     table = catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
                                  options={"bucket": "1", "ignore-delete": "true"})

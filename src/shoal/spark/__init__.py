@@ -7,16 +7,19 @@ distributed maintenance jobs. The only package of shoal that imports ``pyspark``
     shoal.spark.compact(spark, table_path, strategy="event-time")
 """
 
-from shoal.spark.datasource import ShoalDataSource, register
+from shoal.spark.datasource import ShoalDataSource, register, register_table
 from shoal.spark.jobs import compact, expire_partitions, expire_snapshots, remove_orphan_files
 from shoal.spark.udtfs import register_functions
+from shoal.spark.write import prepare_for_write
 
 __all__ = [
     "ShoalDataSource",
     "compact",
     "expire_partitions",
     "expire_snapshots",
+    "prepare_for_write",
     "register",
     "register_functions",
+    "register_table",
     "remove_orphan_files",
 ]

@@ -54,6 +54,10 @@ def read_long(b: bytes, p: int) -> tuple[int, int]:
             raise ValueError("Avro varint longer than 10 bytes")
 
 
+# The values of the one-byte zig-zag varints, by byte.
+_ZIGZAG = tuple((x >> 1) ^ -(x & 1) for x in range(128))
+
+
 def write_long(out: bytearray, n: int) -> None:
     n = (n << 1) ^ (n >> 63)
     while n > 0x7F:
@@ -176,7 +180,7 @@ class _DecoderBuilder:
             if kind == "fixed":
                 _register(schema, self.names)
                 size = int(schema["size"])
-                src.emit(ind, f"if p + {size} > len(b): raise ValueError('truncated fixed')")
+                src.emit(ind, f"if p + {size} > end: raise ValueError('truncated fixed')")
                 src.emit(
                     ind, f"p += {size}" if keep is SKIP else f"{v} = b[p:p + {size}]; p += {size}"
                 )
@@ -195,13 +199,15 @@ class _DecoderBuilder:
                 src.emit(ind, "else: _, p = read_long(b, p)")
                 return v
             src.emit(ind, "x = b[p]")
-            src.emit(ind, f"if x < 128: {v} = (x >> 1) ^ -(x & 1); p += 1")
+            src.emit(ind, f"if x < 128: {v} = ZIGZAG[x]; p += 1")
             src.emit(ind, f"else: {v}, p = read_long(b, p)")
         elif schema in ("string", "bytes"):
             src.emit(ind, "x = b[p]")
             src.emit(ind, "if x < 128: n = x >> 1; p += 1")
-            src.emit(ind, "else: n, p = read_long(b, p)")
-            src.emit(ind, "if n < 0 or p + n > len(b): raise ValueError('bad Avro length')")
+            src.emit(ind, "else:")
+            src.emit(ind + 1, "n, p = read_long(b, p)")
+            src.emit(ind + 1, "if n < 0: raise ValueError('bad Avro length')")
+            src.emit(ind, "if p + n > end: raise ValueError('bad Avro length')")
             if keep is SKIP:
                 src.emit(ind, "p += n")
                 return v
@@ -215,7 +221,7 @@ class _DecoderBuilder:
         elif schema in ("float", "double"):
             fmt, size = ("<f", 4) if schema == "float" else ("<d", 8)
             if keep is SKIP:
-                src.emit(ind, f"if p + {size} > len(b): raise ValueError('truncated number')")
+                src.emit(ind, f"if p + {size} > end: raise ValueError('truncated number')")
                 src.emit(ind, f"p += {size}")
             else:
                 src.emit(ind, f"{v} = unpack_from({fmt!r}, b, p)[0]; p += {size}")
@@ -233,6 +239,9 @@ class _DecoderBuilder:
         src.emit(ind, "x = b[p]; p += 1")
         for index, branch in enumerate(branches):
             src.emit(ind, f"{'if' if index == 0 else 'elif'} x == {2 * index}:")
+            if branch == "null":  # nothing to read
+                src.emit(ind + 1, "pass" if keep is SKIP else f"{v} = None")
+                continue
             inner = self.value(branch, ind + 1, active, keep)
             src.emit(ind + 1, "pass" if keep is SKIP else f"{v} = {inner}")
         src.emit(ind, "else: raise ValueError('Avro union index out of range')")
@@ -388,9 +397,11 @@ def compile_decoder(schema: Any, keep: Projection = None) -> Decoder:
     is). Raises UnsupportedSchemaError."""
     builder = _DecoderBuilder()
     builder.src.emit(0, "def decode(b, p):")
+    builder.src.emit(1, "end = len(b)")
     result = builder.value(schema, 1, frozenset(), keep)
     builder.src.emit(1, f"return {result}, p")
     helpers: dict[str, Any] = {"read_long": read_long, "array_count": _array_count}
+    helpers["ZIGZAG"] = _ZIGZAG
     helpers.update(unpack_from=struct.unpack_from, from_millis=_from_millis)
     helpers["from_micros"] = _from_micros
     return _compile(builder.src, "decode", helpers)  # type: ignore[no-any-return]

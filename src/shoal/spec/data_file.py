@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shoal.spec import stats as S
+from shoal.spec.frozen import constructor
 from shoal.spec.stats import SimpleStats
 
 FILE_SOURCE_APPEND = 0
@@ -81,7 +82,7 @@ class DataFileMeta:
         write_cols = get("_WRITE_COLS")
         write_seqs = get("_WRITE_COLS_SEQUENCES")
         extra = r["_EXTRA_FILES"]
-        return DataFileMeta(
+        return _construct(
             r["_FILE_NAME"],
             r["_FILE_SIZE"],
             r["_ROW_COUNT"],
@@ -104,6 +105,9 @@ class DataFileMeta:
             tuple(write_cols) if write_cols is not None else None,
             tuple(write_seqs) if write_seqs is not None else None,
         )
+
+
+_construct = constructor(DataFileMeta)
 
 
 def is_file_name(value: object) -> bool:

@@ -16,6 +16,7 @@ from shoal.spec import avro_container, data_file
 from shoal.spec import stats as S
 from shoal.spec.avro_container import read_records, write_records
 from shoal.spec.data_file import DataFileMeta, is_file_name
+from shoal.spec.frozen import constructor
 from shoal.spec.jsonfmt import short
 from shoal.spec.stats import SimpleStats
 
@@ -65,13 +66,16 @@ class ManifestEntry:
 
     @staticmethod
     def from_avro(r: dict[str, Any]) -> ManifestEntry:
-        return ManifestEntry(
-            kind=r["_KIND"],
-            partition=r["_PARTITION"],
-            bucket=r["_BUCKET"],
-            total_buckets=r["_TOTAL_BUCKETS"],
-            file=DataFileMeta.from_avro(r["_FILE"]),
+        return _construct_entry(
+            r["_KIND"],
+            r["_PARTITION"],
+            r["_BUCKET"],
+            r["_TOTAL_BUCKETS"],
+            DataFileMeta.from_avro(r["_FILE"]),
         )
+
+
+_construct_entry = constructor(ManifestEntry)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from typing import Any
 
 from shoal.spec import binary_row
 from shoal.spec import types as T
+from shoal.spec.frozen import constructor
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,10 @@ def stats_from_avro(record: dict[str, Any]) -> SimpleStats:
     low, high, counts = record["_MIN_VALUES"], record["_MAX_VALUES"], record.get("_NULL_COUNTS")
     if not counts and low == binary_row.EMPTY_ROW and high == low:
         return EMPTY_STATS if counts is not None else _EMPTY_NO_COUNTS
-    return SimpleStats(low, high, tuple(counts) if counts is not None else None)
+    return _construct(low, high, tuple(counts) if counts is not None else None)
+
+
+_construct = constructor(SimpleStats)
 
 
 _EMPTY_NO_COUNTS = SimpleStats(binary_row.EMPTY_ROW, binary_row.EMPTY_ROW, None)

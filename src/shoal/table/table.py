@@ -32,6 +32,7 @@ from shoal.table import predicate as P
 from shoal.table.commit import WHOLE_TABLE, FileStoreCommit, OverwriteScope
 from shoal.table.incremental import delta_entries, diff_entries, keyed_diff
 from shoal.table.kv_write import KeyValueWriter, latest_sequences
+from shoal.table.merge import FIRST_ROW
 from shoal.table.paths import PathFactory
 from shoal.table.read import merged_batches, read_batches, read_merged, read_table
 from shoal.table.scan import DataSplit, live_entries, make_splits, restrict
@@ -318,7 +319,20 @@ class Table:
 
     def delete(self, keys: Any) -> Snapshot:
         """Delete rows by primary key, in one commit. ``keys`` holds the key columns
-        (other columns may be present and are ignored)."""
+        (other columns may be present and are ignored).
+
+        A ``first-row`` table keeps the first row of each key for good, so it refuses
+        deletes (InvalidArgumentError, nothing written) unless ``ignore-delete`` is set,
+        which makes this a no-op commit.
+        """
+        self._require_primary_key("delete")
+        settings = self._store.merge_settings
+        if settings.engine == FIRST_ROW and not settings.ignore_delete:
+            raise InvalidArgumentError(
+                f"{self.name or self.path} uses the first-row merge engine, which keeps "
+                "the first row of each key and cannot delete it; set the table option "
+                "'ignore-delete' = 'true' to accept deletes and ignore them"
+            )
         return self._write_keyed(keys, kv.DELETE)
 
     def _require_primary_key(self, what: str) -> None:
