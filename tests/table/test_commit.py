@@ -181,3 +181,88 @@ def test_append_accepts_batches_readers_and_pandas(events_table: shoal.Table) ->
     events_table.append(pa.RecordBatchReader.from_batches(data.schema, data.to_batches(2)))
     events_table.append(data.to_pandas())
     assert events_table.to_arrow().num_rows == 18
+
+
+def _manifest_reads(table: shoal.Table) -> list[str]:
+    """The manifests the table's FileIO reads from now on."""
+    file_io = table._store.file_io
+    read = file_io.read_bytes
+    names: list[str] = []
+
+    def counted(path: str) -> bytes:
+        if "/manifest/manifest-" in path and "/manifest-list-" not in path:
+            names.append(path.rsplit("/", 1)[-1])
+        return read(path)
+
+    file_io.read_bytes = counted  # type: ignore[method-assign]
+    return names
+
+
+def test_a_commit_reads_only_the_manifests_of_its_partitions(catalog: shoal.Catalog) -> None:
+    days = [f"2026-11-{d:02d}" for d in range(1, 11)]
+    catalog.create_table(
+        "db.t", EVENTS_SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"],
+        options={"bucket": "1", "write-only": "true", "manifest.merge-min-count": "100"},
+    )
+    writer = catalog.get_table("db.t")
+    for i, day in enumerate(days):  # one manifest per day
+        writer.upsert(events([i], dt=day))
+    table = catalog.get_table("db.t")  # nothing cached
+    reads = _manifest_reads(table)
+    table.upsert(events([100], dt=days[-1]))  # next sequence numbers, then the commit's check
+    live = {m.file_name for m in table._store.manifests.read_list(
+        table.snapshot(len(days)).delta_manifest_list)}
+    assert set(reads) == live  # the last day's manifest only, not all ten
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [*range(10), 100]
+
+
+def test_live_entries_of_some_partitions_match_a_filter_by_them(catalog: shoal.Catalog) -> None:
+    from shoal.table.scan import live_entries
+
+    table = catalog.create_table(
+        "db.t", EVENTS_SCHEMA, partition_keys=["dt"],
+        options={"manifest.merge-min-count": "100"},
+    )
+    for i in range(6):
+        table.append(events([i, i + 10], dt=[f"2026-11-0{i % 3 + 1}", None]))
+    store, snapshot = table._store, table.latest_snapshot()
+    codec = store.partitions
+    for values in ([("2026-11-02",)], [(None,)], [("2026-11-01",), (None,)], [("2026-12-01",)], []):
+        wanted = {codec.to_bytes(v) for v in values}
+        assert live_entries(store, snapshot, partitions=wanted) == live_entries(
+            store, snapshot, partition_filter=wanted.__contains__
+        )
+
+
+def test_rolled_manifests_reach_the_target_size_and_stay_put(catalog: shoal.Catalog) -> None:
+    import dataclasses
+
+    from shoal.table.manifest_merge import merge_manifests
+    from shoal.table.manifests import ManifestStore
+
+    table = catalog.create_table("db.t", EVENTS_SCHEMA, partition_keys=["dt"])
+    table.append(events([1]))
+    (entry,) = _live(table)
+    entries = [
+        dataclasses.replace(
+            entry, file=dataclasses.replace(entry.file, file_name=f"f-{i}", file_size=i * 7919)
+        )
+        for i in range(3000)
+    ]
+    store = table._store
+    size = len(M.encode_manifest(entries, "zstd"))
+    target = size * 2 // 3  # the entries take one and a half files
+    manifests = ManifestStore(
+        store.file_io, store.paths, store.schema.partition_types(), store.partitions.decode,
+        target_size=target,
+    )
+    metas = manifests.write_manifests(entries)
+    assert len(metas) == 2
+    assert metas[0].file_size >= target  # rolled once full, as Paimon rolls
+    assert sum(m.num_added_files for m in metas) == len(entries)
+    # A file at the target size is left as it is: merging again writes nothing (two
+    # halves below the target would be merged, and cut in two again, by every commit).
+    again = merge_manifests(
+        manifests, metas, target_size=target, min_count=30, full_compaction_size=1 << 40
+    )
+    assert (again.metas, again.written) == (metas, [])

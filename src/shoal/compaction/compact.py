@@ -90,12 +90,9 @@ def plan(
     buckets: Collection[BucketKey] | None = None,
 ) -> list[CompactTask]:
     """One task per bucket the strategy wants to compact."""
-    partition_filter = None
-    if buckets is not None:
-        partitions = {p for p, _ in buckets}
-        partition_filter = partitions.__contains__
+    partitions = None if buckets is None else {p for p, _ in buckets}
     files: dict[BucketKey, list[DataFileMeta]] = defaultdict(list)
-    for entry in live_entries(store, snapshot, partition_filter=partition_filter):
+    for entry in live_entries(store, snapshot, partitions=partitions):
         key = (entry.partition, entry.bucket)
         if buckets is None or key in buckets:
             files[key].append(entry.file)

@@ -150,10 +150,7 @@ class FileStoreCommit:
         partitions = {e.partition for e in deletes}
         live = set()
         if latest is not None:
-            live = {
-                e.identifier()
-                for e in live_entries(self.store, latest, partition_filter=partitions.__contains__)
-            }
+            live = {e.identifier() for e in live_entries(self.store, latest, partitions=partitions)}
         for entry in deletes:
             if entry.with_kind(M.KIND_ADD).identifier() not in live:
                 raise CommitConflictError(
@@ -189,7 +186,7 @@ class FileStoreCommit:
                 lowest.get(key, e.file.min_sequence_number), e.file.min_sequence_number
             )
         partitions = {p for p, _ in lowest}
-        for e in live_entries(self.store, latest, partition_filter=partitions.__contains__):
+        for e in live_entries(self.store, latest, partitions=partitions):
             floor = lowest.get((e.partition, e.bucket))
             if floor is not None and e.file.max_sequence_number >= floor:
                 raise SequenceConflictError(

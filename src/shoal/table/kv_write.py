@@ -158,7 +158,7 @@ def next_sequences(
         return {}
     partitions = {p for p, _ in wanted}
     found: dict[BucketKey, int] = {}
-    for e in live_entries(store, snapshot, partition_filter=partitions.__contains__):
+    for e in live_entries(store, snapshot, partitions=partitions):
         key = (e.partition, e.bucket)
         if key in wanted:
             found[key] = max(found.get(key, 0), e.file.max_sequence_number + 1)

@@ -141,19 +141,43 @@ class ManifestStore:
 
     # --- writing -----------------------------------------------------------------------------
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
-        """Write ``entries`` into manifest files of about the target size each."""
+        """Write ``entries`` into manifest files, rolling to a new file once one reaches
+        the target size (so every file but the last is at least that big)."""
         if not entries:
             return []
-        data = M.encode_manifest(entries, self.compression)
+        parts = self._roll(entries)
+        if len(parts) == 1:
+            return [self._write_one(*parts[0])]
+        return parallel_map(lambda part: self._write_one(*part), parts)
+
+    def _encode(self, entries: Sequence[ManifestEntry]) -> bytes:
+        return M.encode_manifest(entries, self.compression)
+
+    def _roll(
+        self, entries: Sequence[ManifestEntry]
+    ) -> list[tuple[Sequence[ManifestEntry], bytes]]:
+        """``entries`` cut into runs that each encode to at least the target size (but the
+        last), with their bytes. A file below the target counts as small to the merge, so
+        files cut smaller (two halves of a manifest just over the target) would be merged
+        and cut again by every commit: the whole table's manifests rewritten each time."""
+        data = self._encode(entries)
         if len(data) <= self.target_size or len(entries) == 1:
-            return [self._write_one(entries, data)]
-        parts = math.ceil(len(data) / self.target_size)
-        step = math.ceil(len(entries) / parts)
-        chunks = [entries[i : i + step] for i in range(0, len(entries), step)]
-        return parallel_map(
-            lambda chunk: self._write_one(chunk, M.encode_manifest(chunk, self.compression)),
-            chunks,
-        )
+            return [(entries, data)]
+        per_entry = len(data) / len(entries)
+        parts: list[tuple[Sequence[ManifestEntry], bytes]] = []
+        start = 0
+        while start < len(entries):
+            # a little over the target, so that one encoding is usually enough
+            end = start + max(1, math.ceil(self.target_size * 1.02 / per_entry))
+            while True:
+                chunk = entries[start:end]
+                encoded = self._encode(chunk)
+                if end >= len(entries) or len(encoded) >= self.target_size:
+                    break
+                end += max(1, math.ceil((self.target_size - len(encoded)) / per_entry))
+            parts.append((chunk, encoded))
+            start = end
+        return parts
 
     def _write_one(self, entries: Sequence[ManifestEntry], data: bytes) -> ManifestFileMeta:
         name = self.paths.new_manifest_name()

@@ -10,7 +10,7 @@ column statistics. Splits are picklable units of work for distributed readers.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -70,14 +70,26 @@ def live_entries(
     snapshot: Snapshot,
     dnf: P.Dnf | None = None,
     partition_filter: PartitionFilter | None = None,
+    *,
+    partitions: Collection[bytes] | None = None,
 ) -> list[ManifestEntry]:
-    """The ADD entries live in ``snapshot`` that may hold rows matching ``dnf``."""
+    """The ADD entries live in ``snapshot`` that may hold rows matching ``dnf``.
+
+    ``partition_filter`` keeps the entries of the partitions it accepts; ``partitions``
+    keeps those of the given partitions only, and its manifests whose partition
+    statistics hold none of them are not read: a commit that touches a few partitions
+    reads the manifests of those, not the whole table's."""
     partition_keys = set(store.schema.partition_keys)
     partition_dnf = restrict(dnf, partition_keys)
+    holding: P.Dnf | None = None
+    if partitions is not None:
+        wanted = frozenset(partitions)
+        holding = _partitions_dnf(store, wanted)
+        partition_filter = _both(partition_filter, wanted.__contains__)
     metas = [
         m
         for m in read_manifest_metas(store, snapshot)
-        if _manifest_may_match(store, m, partition_dnf)
+        if _manifest_may_match(store, m, partition_dnf) and _manifest_may_match(store, m, holding)
     ]
     merged = M.merge_entries(e for part in store.manifests.read_manifests(metas) for e in part)
     out = []
@@ -89,6 +101,22 @@ def live_entries(
         if file_pruner is None or file_pruner(entry.file):
             out.append(entry)
     return out
+
+
+def _partitions_dnf(store: FileStore, partitions: Collection[bytes]) -> P.Dnf:
+    """``partition = p`` for any ``p`` of ``partitions`` (a null value: ``IS NULL``), the
+    filter by which manifests' partition statistics are checked."""
+    keys = store.schema.partition_keys
+    return tuple(
+        tuple(P.Term(k, "=", v) for k, v in zip(keys, store.partitions.decode(p), strict=True))
+        for p in partitions
+    )
+
+
+def _both(first: PartitionFilter | None, second: PartitionFilter) -> PartitionFilter:
+    if first is None:
+        return second
+    return lambda partition: second(partition) and first(partition)
 
 
 def restrict(dnf: P.Dnf | None, columns: set[str]) -> P.Dnf | None:
