@@ -1,5 +1,5 @@
 """``python -m bench``: the small-appends, primary-key, cleanup (snapshot expiration,
-orphan files), event-time and Spark benchmarks; ``--quick`` for a short run,
+orphan files), event-time, Spark and scale benchmarks; ``--quick`` for a short run,
 ``--workload`` for one of them."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS = "appends", "primary-key", "expire", "orphans"
 EVENT_TIME = "event-time"
 SPARK = "spark"
+SCALE = "scale"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--workload",
-        choices=["all", APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME, SPARK],
+        choices=["all", APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME, SPARK, SCALE],
         default="all",
         help="run only this workload (default all; the report then holds only it)",
     )
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.rows <= 0 or args.rows % 4:
         raise SystemExit("--rows must be a positive multiple of 4 (one quarter per partition)")
-    everything = [APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME, SPARK]
+    everything = [APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME, SPARK, SCALE]
     workloads = everything if args.workload == "all" else [args.workload]
     python = None if args.no_pypaimon else paimon_env.ensure_pypaimon()
     cleanup = EXPIRE in workloads or ORPHANS in workloads
@@ -217,6 +218,15 @@ def main(argv: list[str] | None = None) -> int:
             spark_done = spark_workloads.run(spark_config)
             sections.append(render_spark(spark_done))
             dump[SPARK] = {**spark_done, "ratios": _ratios_json(spark_ratios(spark_done))}
+        if SCALE in workloads:
+            from bench import scale
+            from bench.scale_report import render_scale
+
+            scale_done = scale.run(
+                scale.ScaleConfig.sized(args.quick, args.seed, workdir, args.keep)
+            )
+            sections.append(render_scale(scale_done))
+            dump[SCALE] = scale.to_json(scale_done)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -15,8 +15,12 @@ What goes with them:
   deleted and then added again is kept, one added and then deleted goes, and so do
   its extra files. A file is still kept when the nearest tag older than the
   snapshot that deleted it holds it (a file live in any older tag was live
-  continuously up to that deletion, so it is live in the nearest one), or when a
-  snapshot after ``end`` adds it again.
+  continuously up to that deletion, so it is live in the nearest one). No
+  snapshot after ``end`` can use it again: a commit adds only files it wrote (a
+  file deleted and added back in one commit, as a level upgrade does, is walked
+  above), and a rollback removes the snapshots after its target rather than
+  re-adding files. So the snapshots kept are not read at all: the cost follows the
+  snapshots expired, not the table's history.
 - Changelog files: the ADD entries of the changelog manifest lists of
   ``[begin, end)``.
 - Manifests and manifest lists of ``[begin, end)`` that neither snapshot ``end`` nor
@@ -180,9 +184,7 @@ def run_expiration(
             snapshots.write_hint(EARLIEST, earliest)
         return ExpireResult()
     delete = delete or partial(delete_paths, store.file_io)
-    return _expire_until(
-        store, earliest, end, latest, config.clean_empty_directories, delete=delete
-    )
+    return _expire_until(store, earliest, end, config.clean_empty_directories, delete=delete)
 
 
 def _choose_end(store: FileStore, config: ExpireConfig, earliest: int, latest: int) -> int:
@@ -211,7 +213,6 @@ class _Range:
     by_id: dict[int, Snapshot]  # the snapshots from ``begin`` to ``end``, inclusive
     begin: int
     end: int
-    latest: int
     tagged: list[Snapshot]  # every tag's snapshot, by id
 
 
@@ -229,7 +230,6 @@ def _expire_until(
     store: FileStore,
     earliest: int,
     end: int,
-    latest: int,
     clean_empty_directories: bool,
     *,
     delete: BulkDelete,
@@ -256,7 +256,7 @@ def _expire_until(
     for _ in range(3):
         tag_names = tags.names()
         tagged = sorted((s for _, s in tags.tags()), key=lambda s: s.id)
-        plan = _plan(_Range(store, by_id, begin, end, latest, tagged))
+        plan = _plan(_Range(store, by_id, begin, end, tagged))
         # A tag created on an expiring snapshot meanwhile must be honoured: plan again.
         if tags.names() == tag_names:
             break
@@ -296,7 +296,7 @@ def _plan(expiring: _Range) -> _Plan:
 
 # --- data files ----------------------------------------------------------------------------------
 def _plan_data_files(expiring: _Range, plan: _Plan) -> None:
-    store, begin, end, latest = expiring.store, expiring.begin, expiring.end, expiring.latest
+    store, begin, end = expiring.store, expiring.begin, expiring.end
     reads = store.file_io.concurrent_reads
     deltas = io_map(lambda s: _delta_entries(store, s), range(begin + 1, end + 1), concurrent=reads)
     # path -> the entry whose DELETE makes it a candidate, and every snapshot that
@@ -315,15 +315,6 @@ def _plan_data_files(expiring: _Range, plan: _Plan) -> None:
                 deleted_by.setdefault(path, []).append(snapshot_id)
     if not pending:
         return
-    # Re-added by a retained snapshot: still in use.
-    retained = range(end + 1, latest + 1)
-    for entries in io_map(lambda s: _delta_entries(store, s), retained, concurrent=reads):
-        if entries is None:
-            logger.warning("a retained snapshot's delta cannot be read; deleting no data files")
-            return
-        for entry in entries:
-            if entry.kind == M.KIND_ADD:
-                pending.pop(_entry_path(store, entry), None)
     skippers = _TagSkippers(store, expiring.tagged)
     for path, entry in pending.items():
         if any(skippers.holds(s, path) for s in deleted_by[path]):
