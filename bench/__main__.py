@@ -1,4 +1,4 @@
-"""``python -m bench``: the small-appends, primary-key, cleanup (snapshot expiration,
+"""``python -m bench``: the small-appends, time-travel, primary-key, cleanup (snapshot expiration,
 orphan files), event-time, Spark and scale benchmarks; ``--quick`` for a short run,
 ``--workload`` for one of them."""
 
@@ -24,6 +24,7 @@ APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS = "appends", "primary-key", "expire", "orp
 EVENT_TIME = "event-time"
 SPARK = "spark"
 SCALE = "scale"
+TIME_TRAVEL = "time-travel"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,7 +37,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--workload",
-        choices=["all", APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME, SPARK, SCALE],
+        choices=[
+            "all",
+            APPENDS,
+            TIME_TRAVEL,
+            PRIMARY_KEY,
+            EXPIRE,
+            ORPHANS,
+            EVENT_TIME,
+            SPARK,
+            SCALE,
+        ],
         default="all",
         help="run only this workload (default all; the report then holds only it)",
     )
@@ -142,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.rows <= 0 or args.rows % 4:
         raise SystemExit("--rows must be a positive multiple of 4 (one quarter per partition)")
-    everything = [APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME, SPARK, SCALE]
+    everything = [APPENDS, TIME_TRAVEL, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME, SPARK, SCALE]
     workloads = everything if args.workload == "all" else [args.workload]
     python = None if args.no_pypaimon else paimon_env.ensure_pypaimon()
     cleanup = EXPIRE in workloads or ORPHANS in workloads
@@ -166,6 +177,21 @@ def main(argv: list[str] | None = None) -> int:
             report = run(Config(appends, args.rows, repeats, args.seed, workdir, python))
             sections.append(render_appends(report))
             dump[APPENDS] = {**asdict(report), "ratios": _ratios_json(report.ratios)}
+        if TIME_TRAVEL in workloads:
+            from bench import time_travel
+
+            travel = time_travel.run(
+                time_travel.TravelConfig(
+                    commits=args.appends or (40 if args.quick else 200),
+                    rows=args.rows,
+                    repeats=args.repeats or (3 if args.quick else 5),
+                    seed=args.seed,
+                    workdir=workdir,
+                    pypaimon_python=python,
+                )
+            )
+            sections.append(time_travel.render(travel))
+            dump[TIME_TRAVEL] = time_travel.to_json(travel)
         if PRIMARY_KEY in workloads:
             from bench.pk_report import render_primary_key
             from bench.primary_key import PkConfig

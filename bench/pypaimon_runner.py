@@ -10,6 +10,7 @@ object; ``append`` and ``upsert`` serve one commit per line of stdin (see
     python pypaimon_runner.py upsert --data upserts.arrow --warehouse DIR --table db.pk \
         --primary-key id --bucket 4
     python pypaimon_runner.py probe --table-path DIR/db.db/t
+    python pypaimon_runner.py travel --table-path DIR/db.db/t tag my-tag
 """
 
 from __future__ import annotations
@@ -141,6 +142,34 @@ def probe(table_path: str) -> dict[str, Any]:
     }
 
 
+_TRAVEL_OPTIONS = {
+    "snapshot": "scan.snapshot-id",
+    "timestamp": "scan.timestamp-millis",
+    "tag": "scan.tag-name",
+}
+
+
+def travel(table_path: str, mode: str, value: str) -> dict[str, Any]:
+    """Cold planning of an old snapshot chosen by ``mode`` (a table option), then
+    reading every split."""
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    gc.collect()
+    start = time.perf_counter()
+    table = FileStoreTable.from_path(table_path).copy({_TRAVEL_OPTIONS[mode]: value})
+    builder = table.new_read_builder()
+    splits = builder.new_scan().plan().splits()
+    planned = time.perf_counter()
+    result = builder.new_read().to_arrow(splits)
+    done = time.perf_counter()
+    return {
+        "plan_s": planned - start,
+        "read_s": done - planned,
+        "rows": result.num_rows,
+        "files": sum(len(s.files) for s in splits),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pypaimon_runner")
     sub = parser.add_subparsers(dest="op", required=True)
@@ -156,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     p_upsert.add_argument("--bucket", type=int, required=True)
     p_probe = sub.add_parser("probe")
     p_probe.add_argument("--table-path", required=True)
+    p_travel = sub.add_parser("travel")
+    p_travel.add_argument("--table-path", required=True)
+    p_travel.add_argument("mode", choices=sorted(_TRAVEL_OPTIONS))
+    p_travel.add_argument("value")
     p_sub = sub.add_parser("version")
     del p_sub
     args = parser.parse_args(argv)
@@ -173,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.op == "probe":
         result = probe(args.table_path)
+    elif args.op == "travel":
+        result = travel(args.table_path, args.mode, args.value)
     else:
         from importlib.metadata import version
 

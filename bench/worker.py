@@ -1,6 +1,6 @@
 """Benchmark operations in their own process: ``python -m bench.worker OP ...``.
 
-Probes (``shoal-probe``, ``raw-probe``; for primary keys ``shoal-pk-read``,
+Probes (``shoal-probe``, ``raw-probe``, ``shoal-travel``; for primary keys ``shoal-pk-read``,
 ``shoal-compact``, ``raw-read``, ``raw-rewrite``) do one measurement and print one
 JSON object. Committers (``shoal-append``, ``raw-append``, ``shoal-upsert``) serve a
 line protocol, so the parent can interleave contenders one commit at a time:
@@ -33,6 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--table", required=True)
     p = sub.add_parser("shoal-probe")
     p.add_argument("--table-path", required=True)
+    p = sub.add_parser("shoal-travel")
+    p.add_argument("--table-path", required=True)
+    p.add_argument("mode", choices=["snapshot", "timestamp", "tag"])
+    p.add_argument("value", help="the snapshot id, the epoch milliseconds or the tag name")
     p = sub.add_parser("raw-append")
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--dir", type=Path, required=True)
@@ -70,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
 def _probe(args: argparse.Namespace) -> dict[str, Any]:
     if args.op == "shoal-probe":
         return workloads.shoal_probe(args.table_path)
+    if args.op == "shoal-travel":
+        return workloads.shoal_travel_probe(args.table_path, args.mode, args.value)
     if args.op == "shoal-pk-read":
         return pk_workloads.shoal_realtime_read(args.table_path)
     if args.op == "shoal-compact":

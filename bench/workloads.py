@@ -114,3 +114,25 @@ def raw_probe(file_paths: list[str]) -> dict[str, Any]:
     result = ds.dataset(file_paths, format="parquet").to_table()
     done = time.perf_counter()
     return {"read_s": done - start, "rows": result.num_rows, "files": len(file_paths)}
+
+
+def shoal_travel_probe(table_path: str, mode: str, value: str) -> dict[str, Any]:
+    """Cold planning of an old snapshot, chosen by ``mode`` (snapshot, timestamp, tag),
+    by a fresh handle, then reading every split."""
+    import shoal
+
+    by = {"snapshot": "snapshot_id", "timestamp": "timestamp_ms", "tag": "tag"}[mode]
+    argument: int | str = value if mode == "tag" else int(value)
+    gc.collect()
+    start = time.perf_counter()
+    scan = shoal.open_table(table_path).scan(**{by: argument})
+    splits = scan.plan()
+    planned = time.perf_counter()
+    result = scan.to_arrow()
+    done = time.perf_counter()
+    return {
+        "plan_s": planned - start,
+        "read_s": done - planned,
+        "rows": result.num_rows,
+        "files": sum(len(s.file_paths) for s in splits),
+    }
