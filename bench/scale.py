@@ -59,7 +59,7 @@ class ScaleConfig:
     @staticmethod
     def sized(quick: bool, seed: int, workdir: Path, keep: bool) -> ScaleConfig:
         if quick:
-            return ScaleConfig((10_000, 100_000), 2_000, 2, 3.0, seed, workdir, keep)
+            return ScaleConfig((2_000, 20_000), 1_000, 2, 3.0, seed, workdir, keep)
         return ScaleConfig((10_000, 100_000, 1_000_000), 10_000, 3, 20.0, seed, workdir, keep)
 
     @property

@@ -139,7 +139,7 @@ class SparkConfig:
         aggregate out)."""
         return SparkConfig(
             rows=rows or (1_000_000 if quick else 10_000_000),
-            repeats=repeats or (2 if quick else 3),
+            repeats=repeats or (1 if quick else 3),
             compact_rows=200_000 if quick else 1_000_000,
             compact_commits=10 if quick else 20,
             orphan_commits=40 if quick else 100,
