@@ -283,6 +283,14 @@ def main(argv: list[str] | None = None) -> int:
         raw = BENCH_DIR / "results" / "latest.json"
         raw.parent.mkdir(exist_ok=True)
         raw.write_text(json.dumps({"machine": machine, **dump}, indent=2, default=str))
+        try:  # the chart is a convenience: its failure is logged, the run still succeeds
+            from bench.chart import draw
+
+            chart = draw(json.loads(raw.read_text()), args.output.with_suffix(".png"))
+        except Exception as e:
+            log(f"the chart was not drawn: {type(e).__name__}: {e}")
+        else:
+            log(f"chart: {chart}" if chart else f"chart: nothing to draw from {raw}")
     return 0
 
 

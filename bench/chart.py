@@ -13,6 +13,7 @@ panels whose workloads are in the file:
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 import sys
@@ -24,10 +25,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
+from PIL import Image
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DEFAULT_INPUT = RESULTS_DIR / "latest.json"
-DEFAULT_OUTPUT = RESULTS_DIR / "chart.png"
+DEFAULT_OUTPUT = RESULTS_DIR.parent / "RESULTS.png"  # beside RESULTS.md, for the README
 
 MET = "#009E73"  # bluish green
 MISSED = "#D55E00"  # vermillion
@@ -59,10 +61,8 @@ def short_label(label: str) -> str:
     if " / " not in label:
         return _fit(_short_side(label))
     numerator, denominator = (_short_side(side) for side in label.split(" / ", 1))
-    if numerator.startswith("shoal "):
-        numerator = numerator.removeprefix("shoal ")
-    elif numerator == "shoal":
-        numerator = ""
+    # "shoal read", "by tag: shoal read": shoal is the numerator of every ratio
+    numerator = re.sub(r"(^|: )shoal( |$)", r"\1", numerator).strip()
     if not numerator and ", " in denominator:  # "shoal / Spark Parquet, <what>"
         denominator, numerator = denominator.split(", ", 1)
     # "commit" / "pypaimon commit": the words both sides end with are said once
@@ -116,7 +116,9 @@ def _times(value: float) -> str:
     return f"{value:.2f}x" if value < 10 else f"{value:.1f}x"
 
 
-def _draw_ratios(ax: Any, rows: list[dict[str, Any]], hidden: int) -> None:
+def _draw_ratios(ax: Any, rows: list[dict[str, Any]], hidden: int) -> list[tuple[Any, float]]:
+    """The bars; returns each value's label with its target, for ``_clear_ticks``."""
+    labels: list[tuple[Any, float]] = []
     # top to bottom in the file's order, a half row between workloads
     y, ys, group_edges = 0.0, [], []
     for i, row in enumerate(rows):
@@ -146,19 +148,18 @@ def _draw_ratios(ax: Any, rows: list[dict[str, Any]], hidden: int) -> None:
                 color = MET if value <= target else MISSED
             ax.barh(yy, value - 1.0, left=1.0, height=0.62, color=color, zorder=2)
             right = value >= 1.0
-            # past the target's tick when the tick sits just beyond the bar's end
-            end = value
-            if target is not None and 1 < (target / value if right else value / target) < 1.25:
-                end = target
-            ax.text(
-                end * (1.07 if right else 1 / 1.07),
-                yy,
+            label = ax.annotate(
                 _times(value),
+                xy=(value, yy),
+                xytext=(4 if right else -4, 0),
+                textcoords="offset points",
                 va="center",
                 ha="left" if right else "right",
                 fontsize=8,
                 zorder=4,
             )
+            if target is not None:
+                labels.append((label, target))
         if target is not None:
             ax.plot(
                 [target],
@@ -175,7 +176,7 @@ def _draw_ratios(ax: Any, rows: list[dict[str, Any]], hidden: int) -> None:
     ax.axvline(1.0, color="#444444", linewidth=1.0, zorder=1)
     ax.text(
         1.0,
-        1.0,
+        1.01,
         "shoal = reference",
         transform=ax.get_xaxis_transform(),
         ha="center",
@@ -206,19 +207,33 @@ def _draw_ratios(ax: Any, rows: list[dict[str, Any]], hidden: int) -> None:
         Patch(color=MISSED, label="target missed"),
         Line2D([], [], color=TARGET, marker="|", linestyle="", markersize=10, markeredgewidth=2),
     ]
-    labels = ["target met", "target missed", "target"]
+    names = ["target met", "target missed", "target"]
     if any(r["target"] is None for r in rows):
         handles.append(Patch(color=NO_TARGET))
-        labels.append("no target")
+        names.append("no target")
     ax.legend(
         handles,
-        labels,
+        names,
         loc="lower left",
         bbox_to_anchor=(1.0, 0.0),
         fontsize=8,
         frameon=False,
     )
-    ax.set_title("ratios against the reference of each workload", fontsize=10, loc="left")
+    ax.set_title("ratios against the reference of each workload", fontsize=10, loc="left", pad=16)
+    return labels
+
+
+def _clear_ticks(labels: list[tuple[Any, float]]) -> None:
+    """Move a value's label past its target's tick when the two overlap (once the
+    figure is laid out, so that the sizes on screen are known)."""
+    for label, target in labels:
+        ax = label.axes
+        box = label.get_window_extent()
+        tick = ax.transData.transform((target, 0))[0]
+        if box.x0 - 3 <= tick <= box.x1 + 3:
+            label.xy = (target, label.xy[1])
+            offset = label.get_position()[0]
+            label.set_position((offset * 1.6, 0))
 
 
 # --- the scale workload ------------------------------------------------------------------------
@@ -288,13 +303,18 @@ def _scale_title(scale: dict[str, Any]) -> str:
 
 def _draw_scale(ax: Any, scale: dict[str, Any], series: dict[str, list[Any]]) -> None:
     markers = "osD^vP*Xh"
-    for i, (op, points) in enumerate(series.items()):
+    # the legend from top to bottom as the lines end on the right
+    style = {op: i for i, op in enumerate(series)}  # the same look from run to run
+    ordered = sorted(series.items(), key=lambda item: -item[1][-1][1])
+    for op, points in ordered:
+        i = style[op]
         ax.plot(
             [f for f, _, _ in points],
             [ms for _, ms, _ in points],
             marker=markers[i % len(markers)],
             markersize=5,
             linewidth=1.4,
+            color=f"C{i % 10}",
             label=op,
         )
     files = sorted({f for points in series.values() for f, _, _ in points})
@@ -316,17 +336,7 @@ def _draw_scale(ax: Any, scale: dict[str, Any], series: dict[str, list[Any]]) ->
         ax.spines[side].set_visible(False)
     caption = _reads_caption(series)
     if caption:
-        ax.text(
-            0.0,
-            -0.24,
-            caption,
-            transform=ax.transAxes,
-            ha="left",
-            va="top",
-            fontsize=8,
-            style="italic",
-            color="#444444",
-        )
+        ax.figure.supxlabel(caption, x=0.02, ha="left", fontsize=8, style="italic", color="#444444")
 
 
 # --- the figure --------------------------------------------------------------------------------
@@ -365,19 +375,26 @@ def draw(results: dict[str, Any], out: Path, *, all_ratios: bool = False) -> Pat
         heights.append(1.0 + ROW_INCHES * (len(rows) + 0.5 * _groups(rows)) + 0.3 * bool(hidden))
     if series:
         heights.append(SCALE_INCHES)
-    fig = Figure(figsize=(10, sum(heights) + 0.5), dpi=DPI)
+    fig = Figure(figsize=(10, sum(heights) + 0.4), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(heights), 1, gridspec_kw={"height_ratios": heights}, squeeze=False)
-    panels = iter(axes[:, 0])
+    # a sub-figure per panel, so that each is laid out on its own (the ratio labels
+    # take room on the left that the scale panel does not need)
+    panels = iter(fig.subfigures(len(heights), 1, height_ratios=heights, squeeze=False)[:, 0])
+    labels = []
     if rows:
-        _draw_ratios(next(panels), rows, hidden)
+        labels = _draw_ratios(next(panels).subplots(), rows, hidden)
     if series:
         assert isinstance(scale, dict)
-        _draw_scale(next(panels), scale, series)
+        _draw_scale(next(panels).subplots(), scale, series)
     fig.suptitle(_suptitle(results.get("machine")), fontsize=11, x=0.01, ha="left")
-    fig.tight_layout()
+    fig.draw_without_rendering()
+    _clear_ticks(labels)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, format="png", dpi=DPI)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    # a palette of 128 colors keeps the file small (flat colors and anti-aliased text)
+    with Image.open(buffer) as image:
+        image.convert("RGB").quantize(colors=128).save(out, format="PNG", optimize=True)
     return out
 
 
@@ -401,7 +418,7 @@ def _parser() -> argparse.ArgumentParser:
         "--output",
         type=Path,
         default=DEFAULT_OUTPUT,
-        help="the PNG to write (default bench/results/chart.png)",
+        help="the PNG to write (default bench/RESULTS.png)",
     )
     p.add_argument(
         "--all-ratios",
