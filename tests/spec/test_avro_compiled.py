@@ -265,3 +265,11 @@ def test_projected_decoding_reads_past_what_it_skips(
     decoded, end = C.compile_decoder(schema, keep)(encoded, 0)
     assert end == len(encoded) - 1
     assert decoded == _project(value, schema, keep)
+
+
+@pytest.mark.parametrize("schema", ["string", "bytes"])
+@pytest.mark.parametrize("length", [b"\x01", b"\x7f", b"\x81\x01"])
+def test_negative_lengths_are_corrupt(schema: str, length: bytes) -> None:
+    decode = C.compile_decoder(schema)
+    with pytest.raises(ValueError, match="bad Avro length"):
+        decode(length + b"abc", 0)

@@ -203,7 +203,7 @@ class _DecoderBuilder:
             src.emit(ind, f"else: {v}, p = read_long(b, p)")
         elif schema in ("string", "bytes"):
             src.emit(ind, "x = b[p]")
-            src.emit(ind, "if x < 128: n = x >> 1; p += 1")
+            src.emit(ind, "if x < 128 and not x & 1: n = x >> 1; p += 1")  # a length >= 0
             src.emit(ind, "else:")
             src.emit(ind + 1, "n, p = read_long(b, p)")
             src.emit(ind + 1, "if n < 0: raise ValueError('bad Avro length')")
