@@ -120,6 +120,27 @@ def test_manifest_round_trip_many_entries() -> None:
     assert M.decode_manifest(M.encode_manifest(entries)) == entries
 
 
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+def test_decoding_some_partitions_builds_only_their_entries(compression: str) -> None:
+    days = [binary_row.serialize([f"2026-11-0{d}"], [T.AtomicType(T.VARCHAR)]) for d in (1, 2, 3)]
+    entries = [
+        replace(ENTRIES[i % len(ENTRIES)], partition=days[i % 3], bucket=i % 5)
+        for i in range(3000)  # several Avro blocks
+    ]
+    data = M.encode_manifest(entries, compression)
+    for wanted in ({days[1]}, {days[0], days[2]}, set(), set(days)):
+        kept = M.decode_manifest(data, keep_partition=wanted.__contains__)
+        assert kept == [e for e in entries if e.partition in wanted]
+
+
+def test_decoding_some_partitions_still_reports_another_format_version() -> None:
+    record = ENTRIES[0].to_avro() | {"_VERSION": 3}
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, fastavro.parse_schema(M.MANIFEST_ENTRY_AVRO), [record])
+    with pytest.raises(CorruptMetadataError, match="format version 3"):
+        M.decode_manifest(buffer.getvalue(), keep_partition=lambda _: False)
+
+
 def test_manifest_keeps_optional_fields_unset_and_set() -> None:
     decoded = M.decode_manifest(M.encode_manifest(ENTRIES))
     unset, full, empty = (e.file for e in decoded)

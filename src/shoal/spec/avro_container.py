@@ -15,7 +15,8 @@ import os
 import struct
 import threading
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import fastavro
@@ -38,8 +39,21 @@ _LOCK = threading.Lock()
 _MAX_SCHEMAS = 256
 
 
-def read_records(data: bytes, keep: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Every record of a container file. Raises ValueError on bytes that are not one.
+@dataclass(frozen=True, slots=True)
+class Where:
+    """A filter on records decided by a few of their fields: ``fields`` names them (as
+    ``keep`` does), ``accept`` takes a record holding them. A record it rejects is
+    read past, never built."""
+
+    fields: Mapping[str, Any]
+    accept: Callable[[dict[str, Any]], bool]
+
+
+def read_records(
+    data: bytes, keep: Mapping[str, Any] | None = None, where: Where | None = None
+) -> list[dict[str, Any]]:
+    """Every record of a container file (that ``where`` accepts). Raises ValueError on
+    bytes that are not one.
 
     ``keep`` names the fields to build (nested mappings for nested records, None for a
     whole value; see :data:`shoal.spec.avro_compiled.Projection`); the others are
@@ -49,8 +63,9 @@ def read_records(data: bytes, keep: Mapping[str, Any] | None = None) -> list[dic
     meta, pos = _header(data)
     codec = meta.get("avro.codec", b"null")
     if codec not in (b"null", b"deflate", b"zstandard"):
-        return list(fastavro.reader(io.BytesIO(data)))  # type: ignore[arg-type]
+        return _accepted(list(fastavro.reader(io.BytesIO(data))), where)  # type: ignore[arg-type]
     decode = _decoder(meta["avro.schema"], keep)
+    probe = None if where is None or decode is None else _decoder(meta["avro.schema"], where.fields)
     schema = _schema(meta["avro.schema"]) if decode is None else None
     sync = data[pos : pos + SYNC_SIZE]
     pos += SYNC_SIZE
@@ -71,15 +86,24 @@ def read_records(data: bytes, keep: Mapping[str, Any] | None = None) -> list[dic
             block = zlib.decompress(block, -15)
         if count > len(block):  # every record of a manifest takes at least one byte
             raise ValueError(f"Avro block claims {count} records in {len(block)} bytes")
+        if decode is not None and probe is not None:
+            assert where is not None
+            records.extend(_decode_block_where(decode, probe, where.accept, block, count))
+            continue
         if decode is not None:
-            records.extend(_decode_block(decode, block, count))
+            records.extend(_accepted(_decode_block(decode, block, count), where))
             continue
         buffer = io.BytesIO(block)
         assert schema is not None
         for _ in range(count):
             record: dict[str, Any] = fastavro.schemaless_reader(buffer, schema, None)  # type: ignore[assignment]
-            records.append(record)
+            if where is None or where.accept(record):
+                records.append(record)
     return records
+
+
+def _accepted(records: list[dict[str, Any]], where: Where | None) -> list[dict[str, Any]]:
+    return records if where is None else [r for r in records if where.accept(r)]
 
 
 def _decode_block(decode: avro_compiled.Decoder, block: bytes, count: int) -> list[Any]:
@@ -89,6 +113,31 @@ def _decode_block(decode: avro_compiled.Decoder, block: bytes, count: int) -> li
         for _ in range(count):
             record, pos = decode(block, pos)
             out.append(record)
+    except (IndexError, OverflowError, UnicodeDecodeError, struct.error) as exc:
+        raise ValueError(f"Avro block does not decode: {exc}") from exc
+    if pos != len(block):
+        raise ValueError("Avro block holds bytes after its records")
+    return out
+
+
+def _decode_block_where(
+    decode: avro_compiled.Decoder,
+    probe: avro_compiled.Decoder,
+    accept: Callable[[dict[str, Any]], bool],
+    block: bytes,
+    count: int,
+) -> list[Any]:
+    """The records of a block that ``accept`` takes: each is probed (the few fields it
+    looks at built, the rest read past) and decoded whole only when accepted."""
+    out = []
+    pos = 0
+    try:
+        for _ in range(count):
+            head, end = probe(block, pos)
+            if accept(head):
+                record, end = decode(block, pos)
+                out.append(record)
+            pos = end
     except (IndexError, OverflowError, UnicodeDecodeError, struct.error) as exc:
         raise ValueError(f"Avro block does not decode: {exc}") from exc
     if pos != len(block):

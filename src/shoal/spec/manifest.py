@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeVar
 from shoal.errors import CorruptMetadataError
 from shoal.spec import avro_container, data_file
 from shoal.spec import stats as S
-from shoal.spec.avro_container import read_records, write_records
+from shoal.spec.avro_container import Where, read_records, write_records
 from shoal.spec.data_file import DataFileMeta, is_file_name
 from shoal.spec.frozen import constructor
 from shoal.spec.jsonfmt import short
@@ -184,14 +184,27 @@ def encode_manifest(entries: Iterable[ManifestEntry], compression: str = "zstd")
     return write_records(MANIFEST_ENTRY_AVRO, (e.to_avro() for e in entries), _codec(compression))
 
 
-def decode_manifest(data: bytes, path: str = "<manifest>") -> list[ManifestEntry]:
-    """Entries of a manifest file.
+def decode_manifest(
+    data: bytes,
+    path: str = "<manifest>",
+    keep_partition: Callable[[bytes], bool] | None = None,
+) -> list[ManifestEntry]:
+    """Entries of a manifest file; with ``keep_partition``, only the entries of the
+    partitions it accepts (given their BinaryRow bytes; the other entries are read
+    past without being built).
 
     Raises:
         CorruptMetadataError: naming ``path``, for bytes that are not a manifest of
             the format version shoal reads (damaged, cut short, or not Avro at all).
     """
-    return _decode(data, path, _entry)
+    if keep_partition is None:
+        return _decode(data, path, _entry)
+
+    def accept(r: dict[str, Any]) -> bool:
+        # a record of another format version is built, to be reported
+        return r["_VERSION"] != MANIFEST_VERSION or keep_partition(r["_PARTITION"])
+
+    return _decode(data, path, _entry, where=Where(_ENTRY_PARTITION, accept))
 
 
 def encode_manifest_list(metas: Iterable[ManifestFileMeta], compression: str = "zstd") -> bytes:
@@ -224,12 +237,14 @@ def _decode(
     path: str,
     build: Callable[[dict[str, Any]], T],
     keep: Mapping[str, Any] | None = None,
+    where: Where | None = None,
 ) -> list[T]:
     """``build`` over the records of an Avro file (holding the fields ``keep`` names,
-    or all); whatever goes wrong on the way (the container, a codec, the writer's
-    schema, a record's fields) is reported as CorruptMetadataError naming ``path``."""
+    or all; those ``where`` accepts); whatever goes wrong on the way (the container, a
+    codec, the writer's schema, a record's fields) is reported as CorruptMetadataError
+    naming ``path``."""
     try:
-        records = read_records(data, keep)
+        records = read_records(data, keep, where)
     except Exception as exc:  # the decoders raise many types for damaged bytes
         raise CorruptMetadataError(path, f"not an Avro manifest file: {short(exc)}") from None
     try:
@@ -273,6 +288,7 @@ def _list_entry(r: dict[str, Any]) -> ManifestFileMeta:
 
 # The fields the name-only readers build (the rest of each record is read past).
 _LIST_ENTRY_NAME = {"_VERSION": None, "_FILE_NAME": None}
+_ENTRY_PARTITION = {"_VERSION": None, "_PARTITION": None}
 _ENTRY_NAMES = {
     "_VERSION": None,
     "_KIND": None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 from shoal.errors import CorruptMetadataError
@@ -25,30 +25,43 @@ _CACHE_MAX_ENTRIES = 2_000_000
 
 
 class _EntryCache:
-    """LRU of decoded manifests, bounded by their total number of entries."""
+    """LRU of decoded manifests, bounded by their total number of entries. A key is a
+    manifest's name, or its name and the partitions a filtered read kept."""
 
     def __init__(self, max_entries: int) -> None:
         self._max = max_entries
         self._size = 0
-        self._items: OrderedDict[str, list[ManifestEntry]] = OrderedDict()
+        self._items: OrderedDict[Hashable, list[ManifestEntry]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, name: str) -> list[ManifestEntry] | None:
+    def get(self, key: Hashable) -> list[ManifestEntry] | None:
         with self._lock:
-            entries = self._items.get(name)
+            entries = self._items.get(key)
             if entries is not None:
-                self._items.move_to_end(name)
+                self._items.move_to_end(key)
             return entries
 
-    def put(self, name: str, entries: list[ManifestEntry]) -> None:
+    def put(self, key: Hashable, entries: list[ManifestEntry]) -> None:
         with self._lock:
-            if name in self._items or len(entries) > self._max:
+            if key in self._items or len(entries) > self._max:
                 return
-            self._items[name] = entries
-            self._size += len(entries)
+            self._items[key] = entries
+            self._size += _weight(entries)
             while self._size > self._max:
                 _, dropped = self._items.popitem(last=False)
-                self._size -= len(dropped)
+                self._size -= _weight(dropped)
+
+
+def _weight(entries: list[ManifestEntry]) -> int:
+    return max(len(entries), 1)  # an empty result takes room too
+
+
+Partitions = frozenset[bytes] | Callable[[bytes], bool] | None
+"""The partitions a read keeps: a set of BinaryRow bytes, a predicate on them, or all."""
+
+
+def _accepting(partitions: frozenset[bytes] | Callable[[bytes], bool]) -> Callable[[bytes], bool]:
+    return partitions.__contains__ if isinstance(partitions, frozenset) else partitions
 
 
 class ManifestStore:
@@ -92,13 +105,26 @@ class ManifestStore:
         self._lists[name] = metas
         return metas
 
-    def read_manifest(self, name: str) -> list[ManifestEntry]:
+    def read_manifest(self, name: str, partitions: Partitions = None) -> list[ManifestEntry]:
+        """The manifest's entries; with ``partitions``, those of the partitions it
+        names or accepts only (building only them, unless the whole manifest is cached
+        already; a set's result is cached, a predicate's is not)."""
         cached = self._entries.get(name)
         if cached is not None:
-            return cached
-        entries = M.decode_manifest(self._read(name), self.paths.manifest_path(name))
-        self._check_partitions(entries, self.paths.manifest_path(name))
-        self._entries.put(name, entries)
+            if partitions is None:
+                return cached
+            keep = _accepting(partitions)
+            return [e for e in cached if keep(e.partition)]
+        key = (name, partitions) if isinstance(partitions, frozenset) else name
+        if partitions is not None and (some := self._entries.get(key)) is not None:
+            return some
+        path = self.paths.manifest_path(name)
+        entries = M.decode_manifest(
+            self._read(name), path, None if partitions is None else _accepting(partitions)
+        )
+        self._check_partitions(entries, path)
+        if partitions is None or isinstance(partitions, frozenset):
+            self._entries.put(key, entries)
         return entries
 
     def _check_partitions(self, entries: list[ManifestEntry], path: str) -> None:
@@ -132,12 +158,14 @@ class ManifestStore:
     def _decode_names(self, name: str, decode: Callable[[bytes, str], list[str]]) -> list[str]:
         return decode(self._read(name), self.paths.manifest_path(name))
 
-    def read_manifests(self, metas: Sequence[ManifestFileMeta]) -> list[list[ManifestEntry]]:
-        """Entries of several manifests, in the order given (read in parallel where the
-        filesystem gains from it)."""
+    def read_manifests(
+        self, metas: Sequence[ManifestFileMeta], partitions: Partitions = None
+    ) -> list[list[ManifestEntry]]:
+        """Entries of several manifests (of ``partitions`` only, when given), in the
+        order given (read in parallel where the filesystem gains from it)."""
         if not self.file_io.concurrent_reads:
-            return [self.read_manifest(m.file_name) for m in metas]
-        return parallel_map(lambda m: self.read_manifest(m.file_name), metas)
+            return [self.read_manifest(m.file_name, partitions) for m in metas]
+        return parallel_map(lambda m: self.read_manifest(m.file_name, partitions), metas)
 
     # --- writing -----------------------------------------------------------------------------
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:

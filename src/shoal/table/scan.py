@@ -25,6 +25,7 @@ from shoal.table import predicate as P
 from shoal.table.paths import data_file_path
 
 if TYPE_CHECKING:
+    from shoal.table.manifests import Partitions
     from shoal.table.store import FileStore
 
 PartitionFilter = Callable[[bytes], bool]
@@ -76,24 +77,34 @@ def live_entries(
     """The ADD entries live in ``snapshot`` that may hold rows matching ``dnf``.
 
     ``partition_filter`` keeps the entries of the partitions it accepts; ``partitions``
-    keeps those of the given partitions only, and its manifests whose partition
-    statistics hold none of them are not read: a commit that touches a few partitions
-    reads the manifests of those, not the whole table's."""
+    keeps those of the given partitions only: manifests whose partition statistics
+    hold none of them are not read, and of the others only those partitions' entries
+    are built. A commit that touches a few partitions reads the manifests of those,
+    not the whole table's, and pays for their other entries only by reading past
+    them."""
     partition_keys = set(store.schema.partition_keys)
     partition_dnf = restrict(dnf, partition_keys)
     holding: P.Dnf | None = None
+    wanted: frozenset[bytes] | None = None
     if partitions is not None:
         wanted = frozenset(partitions)
         holding = _partitions_dnf(store, wanted)
-        partition_filter = _both(partition_filter, wanted.__contains__)
     metas = [
         m
         for m in read_manifest_metas(store, snapshot)
         if _manifest_may_match(store, m, partition_dnf) and _manifest_may_match(store, m, holding)
     ]
-    merged = M.merge_entries(e for part in store.manifests.read_manifests(metas) for e in part)
-    out = []
+    selection: Partitions = None
+    if wanted is not None and partition_dnf is None and partition_filter is None:
+        selection = wanted  # a commit's partitions, read again by its conflict check: cached
+    elif wanted is not None:
+        partition_filter = _both(partition_filter, wanted.__contains__)
     keep_partition = _partition_pruner(store, partition_dnf, partition_filter)
+    if selection is None and (partition_dnf is not None or partition_filter is not None):
+        selection = keep_partition
+    parts = store.manifests.read_manifests(metas, selection)
+    merged = M.merge_entries(e for part in parts for e in part)
+    out = []
     file_pruner = _file_pruner(store, dnf, partition_keys)
     for entry in merged:
         if entry.kind != M.KIND_ADD or not keep_partition(entry.partition):
