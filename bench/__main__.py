@@ -164,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     cleanup = EXPIRE in workloads or ORPHANS in workloads
     if cleanup and args.cleanup_commits <= 20:
         raise SystemExit("--cleanup-commits must be more than 20 (some of them overwrite)")
-    delta_python = delta_env.ensure_deltalake() if cleanup and not args.no_deltalake else None
+    with_delta = (cleanup or TIME_TRAVEL in workloads) and not args.no_deltalake
+    delta_python = delta_env.ensure_deltalake() if with_delta else None
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="shoal-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     cleanup_dir = (args.cleanup_dir or _tmpfs_dir() or workdir / "cleanup") if cleanup else None
@@ -193,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
                     seed=args.seed,
                     workdir=workdir,
                     pypaimon_python=python,
+                    deltalake_python=delta_python,
                 )
             )
             sections.append(time_travel.render(travel))

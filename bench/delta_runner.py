@@ -1,4 +1,5 @@
-"""The deltalake side of the cleanup benchmarks, run by the deltalake virtualenv's python.
+"""The deltalake side of the cleanup and time-travel benchmarks, run by the deltalake
+virtualenv's python.
 
 Standalone on purpose: it runs in ``.venvs/deltalake`` (see ``bench.delta_env``) with
 ``bench/`` kept off ``sys.path`` (``-P``), and imports neither shoal nor the rest of
@@ -7,6 +8,8 @@ Standalone on purpose: it runs in ``.venvs/deltalake`` (see ``bench.delta_env``)
     python delta_runner.py build --data appends.arrow --plan plan.json --path DIR
     python delta_runner.py expire --table-path DIR --retain 10
     python delta_runner.py orphans --table-path DIR --older-than-hours 24
+    python delta_runner.py commit-time --table-path DIR --version 99
+    python delta_runner.py travel --table-path DIR version 99
     python delta_runner.py version
 """
 
@@ -19,6 +22,7 @@ import json
 import os
 import sys
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -117,6 +121,37 @@ def orphans(path: str, older_than_hours: int) -> dict[str, Any]:
     return {"seconds": done - start, "deleted": len(deleted), "rows": rows}
 
 
+def commit_time(path: str, version: int) -> dict[str, Any]:
+    """The commit time of ``version`` in epoch milliseconds (from the log, untimed)."""
+    for entry in DeltaTable(path).history():
+        if entry["version"] == version:
+            return {"timestamp_ms": int(entry["timestamp"])}
+    raise SystemExit(f"version {version} is not in the log of {path}")
+
+
+def travel(path: str, mode: str, value: str) -> dict[str, Any]:
+    """Cold loading of an old version (by number, or the newest at or before a time in
+    epoch milliseconds) by a fresh handle, then reading it to one Arrow table."""
+    gc.collect()
+    start = time.perf_counter()
+    if mode == "version":
+        table = DeltaTable(path, version=int(value))
+    else:
+        table = DeltaTable(path)
+        table.load_as_version(datetime.fromtimestamp(int(value) / 1000, UTC))
+    files = len(table.file_uris())
+    planned = time.perf_counter()
+    result = table.to_pyarrow_table()
+    done = time.perf_counter()
+    return {
+        "plan_s": planned - start,
+        "read_s": done - planned,
+        "rows": result.num_rows,
+        "files": files,
+        "version": table.version(),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="delta_runner.py")
     sub = parser.add_subparsers(dest="op", required=True)
@@ -131,6 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("orphans")
     p.add_argument("--table-path", required=True)
     p.add_argument("--older-than-hours", type=int, required=True)
+    p = sub.add_parser("commit-time")
+    p.add_argument("--table-path", required=True)
+    p.add_argument("--version", type=int, required=True)
+    p = sub.add_parser("travel")
+    p.add_argument("--table-path", required=True)
+    p.add_argument("mode", choices=["version", "timestamp"])
+    p.add_argument("value", help="the version number, or epoch milliseconds")
     sub.add_parser("version")
     args = parser.parse_args(argv)
 
@@ -144,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         result = expire(args.table_path, args.retain, args.plain)
     elif args.op == "orphans":
         result = orphans(args.table_path, args.older_than_hours)
+    elif args.op == "commit-time":
+        result = commit_time(args.table_path, args.version)
+    elif args.op == "travel":
+        result = travel(args.table_path, args.mode, args.value)
     else:
         result = {name: importlib.metadata.version(name) for name in ("deltalake", "pyarrow")}
     out.write(json.dumps(result) + "\n")

@@ -6,8 +6,10 @@ Each measurement is a fresh process that opens the table by path, resolves the
 snapshot the way the mode asks (``scan.snapshot-id``, ``scan.timestamp-millis`` =
 that snapshot's commit time, ``scan.tag-name``), plans it, then reads every split.
 pypaimon reads the same table (it reads what shoal writes) with the same three
-options; the floor is ``pyarrow.dataset`` over that snapshot's data files, given the
-list. Rounds rotate the order of the contenders.
+options; deltalake reads a Delta table of the same appends, written by deltalake, as
+of the same version by number and by time (Delta has no tags); the floor is
+``pyarrow.dataset`` over that snapshot's data files, given the list. Rounds rotate the
+order of the contenders.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from bench import data
+from bench.delta_env import delta_cmd
 from bench.procs import log, pypaimon_cmd, rotate, run_json, worker_cmd
 from bench.report import Ratio, _row, _spread, ratio_table
 from bench.stats import Spread
 
 SHOAL, PYPAIMON, FLOOR = "shoal", "pypaimon 2.1.0", "pyarrow floor"
+DELTALAKE = "deltalake"
 SNAPSHOT, TIMESTAMP, TAG = "snapshot", "timestamp", "tag"
 MODES = (SNAPSHOT, TIMESTAMP, TAG)
 TAG_NAME = "bench-travel"
@@ -37,6 +41,7 @@ class TravelConfig:
     seed: int
     workdir: Path
     pypaimon_python: Path | None  # None: leave pypaimon out
+    deltalake_python: Path | None = None  # None: leave deltalake out
 
     @property
     def target(self) -> int:
@@ -73,6 +78,23 @@ def _build(config: TravelConfig) -> tuple[str, int, list[str]]:
     return table.path, snapshot.time_millis, files
 
 
+def _build_delta(config: TravelConfig) -> tuple[str, str]:
+    """The Delta table of the same appends, and the commit time of the version that
+    matches the target snapshot (versions count from 0, snapshots from 1)."""
+    assert config.deltalake_python is not None
+    rows = config.workdir / "travel-appends.arrow"
+    data.write_batches(rows, config.commits, config.rows, config.seed)
+    plan = config.workdir / "travel-plan.json"
+    plan.write_text(json.dumps([None] * config.commits))
+    path = str(config.workdir / "travel-delta")
+    python = config.deltalake_python
+    log("time travel: writing the same appends with deltalake ...")
+    run_json(delta_cmd(python, "build", "--data", str(rows), "--plan", str(plan), "--path", path))
+    version = str(config.target - 1)
+    at = run_json(delta_cmd(python, "commit-time", "--table-path", path, "--version", version))
+    return path, str(at["timestamp_ms"])
+
+
 def _value(mode: str, config: TravelConfig, time_millis: int) -> str:
     if mode == SNAPSHOT:
         return str(config.target)
@@ -87,6 +109,10 @@ def run(config: TravelConfig) -> TravelReport:
     files_json = config.workdir / "travel-files.json"
     files_json.write_text(json.dumps(files))
     contenders = [SHOAL] if config.pypaimon_python is None else [SHOAL, PYPAIMON]
+    delta: tuple[str, str] | None = None
+    if config.deltalake_python is not None:
+        delta = _build_delta(config)
+        contenders.append(DELTALAKE)
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     floor: list[dict[str, Any]] = []
     for r in range(config.repeats):
@@ -96,6 +122,17 @@ def run(config: TravelConfig) -> TravelReport:
             for name in rotate(contenders, r):
                 if name == SHOAL:
                     cmd = worker_cmd("shoal-travel", "--table-path", path, mode, value)
+                elif name == DELTALAKE:
+                    if mode == TAG:
+                        continue  # Delta Lake has no tags
+                    assert config.deltalake_python is not None
+                    assert delta is not None
+                    by, at = ("version", str(config.target - 1))
+                    if mode == TIMESTAMP:
+                        by, at = ("timestamp", delta[1])
+                    cmd = delta_cmd(
+                        config.deltalake_python, "travel", "--table-path", delta[0], by, at
+                    )
                 else:
                     assert config.pypaimon_python is not None
                     cmd = pypaimon_cmd(
@@ -149,11 +186,22 @@ def _ratios(report: TravelReport) -> list[Ratio]:
                 1.15,
             )
         )
+        if DELTALAKE in report.plan[SNAPSHOT]:
+            delta = both.get(DELTALAKE)
+            out.append(
+                Ratio(
+                    f"by {mode}: shoal cold plan + read / deltalake's",
+                    shoal_both,
+                    None if delta is None else delta.median,
+                    None,
+                    note=None if delta is not None else "Delta Lake has no tags",
+                )
+            )
     return out
 
 
 def render(report: TravelReport) -> list[str]:
-    contenders = list(report.plan[SNAPSHOT])
+    contenders = list(report.plan[SNAPSHOT])  # every contender travels by snapshot
     header = [f"{name} {what}" for name in contenders for what in ("plan", "plan + read")]
     lines = [
         "## Time travel: by snapshot id, timestamp and tag",
@@ -165,9 +213,12 @@ def render(report: TravelReport) -> list[str]:
         "(`scan.timestamp-millis`: the latest snapshot committed at or before it) and by "
         "a tag on it. Each measurement is a fresh process: open the table by path, "
         "resolve the snapshot, plan, read every split to one Arrow table. pypaimon reads "
-        "the same table with the same options; the floor reads that snapshot's data files "
-        f"with `pyarrow.dataset`, given the list. {report.repeats} rounds: median "
-        "[min, max], milliseconds.",
+        "the same table with the same options; deltalake reads a Delta table of the same "
+        "appends written by deltalake, as of the same version, by its number "
+        "(`DeltaTable(path, version=...)`) and by its commit time (`load_as_version`), "
+        "its plan being the log replay up to the file list; the floor reads the snapshot's "
+        f"data files with `pyarrow.dataset`, given the list. {report.repeats} rounds: "
+        "median [min, max], milliseconds.",
         "",
         _row("by", [*header, "floor read"]),
         _row("---", ["---:"] * (len(header) + 1)),
@@ -175,14 +226,16 @@ def render(report: TravelReport) -> list[str]:
     for mode in MODES:
         cells = []
         for name in contenders:
-            cells += [_spread(report.plan[mode][name]), _spread(report.plan_and_read[mode][name])]
+            plan, both = report.plan[mode].get(name), report.plan_and_read[mode].get(name)
+            cells += ["no tags", "no tags"] if plan is None else [_spread(plan), _spread(both)]
         lines.append(_row(mode, [*cells, _spread(report.floor_read)]))
     lines += [
         "",
         *ratio_table(report.ratios),
         "",
         "pypaimon 2.1.0 resolves all three (`table.copy({'scan.snapshot-id': ...})`, "
-        "`scan.timestamp-millis`, `scan.tag-name`), so every cell is measured.",
+        "`scan.timestamp-millis`, `scan.tag-name`); Delta Lake has versions and commit "
+        "times but no tags.",
     ]
     if report.notes:
         lines += ["", *(f"- {note}" for note in report.notes)]
