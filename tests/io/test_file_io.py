@@ -42,21 +42,6 @@ def test_read_write_list_delete(file_io: FileIO, tmp_path: Path) -> None:
         file_io.read_bytes(path)
 
 
-@pytest.mark.parametrize("recursive", [False, True])
-def test_local_listing_matches_the_pyarrow_one(tmp_path: Path, recursive: bool) -> None:
-    for relative in ("a", "d/b", "d/e/c", "d/e/f/g"):
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b"x" * len(relative))
-    (tmp_path / "empty").mkdir()
-
-    def listing(file_io: FileIO) -> list[tuple[str, int, int, bool]]:
-        found = file_io.list_status(str(tmp_path), recursive=recursive)
-        return sorted((s.path, s.size, s.mtime_ms, s.is_dir) for s in found)
-
-    assert listing(LocalFileIO()) == listing(FileIO(pafs.LocalFileSystem()))
-
-
 def test_listing_below_a_file_is_empty_and_a_file_is_no_directory(
     file_io: FileIO, tmp_path: Path
 ) -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from typing import TypeVar
 
 A = TypeVar("A")
@@ -60,6 +61,30 @@ def io_map(fn: Callable[[A], R], items: Iterable[A], *, concurrent: bool) -> lis
     if concurrent:
         return parallel_map(fn, items)
     return [fn(x) for x in items]
+
+
+@contextmanager
+def in_background(fn: Callable[[], R]) -> Iterator[Future[R]]:
+    """Run ``fn()`` on a thread of its own while the ``with`` block runs; the block
+    gets its future. The block is left only once ``fn`` has finished, whether the
+    block ends normally or raises, so no work of it outlives the caller.
+
+    The thread is not one of the I/O pool's, so ``fn`` may itself use the pool.
+    """
+    future: Future[R] = Future()
+
+    def run() -> None:
+        future.set_running_or_notify_cancel()
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # handed to whoever reads the future
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="shoal-background", daemon=True).start()
+    try:
+        yield future
+    finally:
+        wait([future])
 
 
 def cpu_parallelism() -> int:

@@ -178,6 +178,10 @@ class LocalFileIO(FileIO):
     it into place: ``link`` fails if the target exists, so exactly one of several
     racing writers (threads or processes) wins, and a reader never sees a
     partially written file.
+
+    Listings stay with pyarrow: it lists a whole directory without holding the GIL,
+    so a listing on one thread does not stall (nor is stalled by) decoding on
+    another, where ``os.scandir`` takes the GIL back after every entry.
     """
 
     atomic_create = True
@@ -241,35 +245,6 @@ class LocalFileIO(FileIO):
         except OSError:
             return False
         return True
-
-    def list_status(self, path: str, *, recursive: bool = False) -> list[FileStatus]:
-        """Entries under a directory through ``os.scandir`` (a third of the cost of a
-        pyarrow listing); an absent directory lists as empty (as a path below a file
-        does), and an entry removed while it is listed is left out."""
-        out: list[FileStatus] = []
-        pending = [path]
-        while pending:
-            directory = pending.pop()
-            try:
-                entries = os.scandir(directory)
-            except FileNotFoundError:
-                continue
-            except NotADirectoryError:
-                if directory == path and os.path.exists(path):
-                    raise  # a file is not a directory to list
-                continue  # a path below a file does not exist
-            with entries:
-                for entry in entries:
-                    try:
-                        is_dir = entry.is_dir()
-                        stat = entry.stat()
-                    except FileNotFoundError:
-                        continue
-                    size = 0 if is_dir else stat.st_size
-                    out.append(FileStatus(entry.path, size, stat.st_mtime_ns // 1_000_000, is_dir))
-                    if recursive and is_dir:
-                        pending.append(entry.path)
-        return out
 
 
 def file_io_for(uri: str) -> tuple[FileIO, str]:

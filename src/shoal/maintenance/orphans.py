@@ -6,7 +6,8 @@ rollback removed, or of an expiration that stopped half-way. A run
 
 1. lists the directories cleanup owns: stray files in ``snapshot/`` (anything but
    snapshot files and hints, such as the temporary files of atomic writes),
-   ``manifest/``, ``index/``, ``statistics/`` and every bucket directory;
+   ``manifest/``, ``index/``, ``statistics/`` and every bucket directory (the bucket
+   directories while step 2 reads the roots and their manifest lists);
 2. reads every root (snapshots, then tags, then changelogs and branches) and collects
    the names they reach: manifest lists, the manifests in them, the index manifest,
    the statistics file, and the data file and extra files of every manifest entry, ADD
@@ -52,7 +53,7 @@ from shoal.errors import (
     InvalidArgumentError,
     SnapshotNotFoundError,
 )
-from shoal.io import DeleteError, FileIO, FileStatus, io_map
+from shoal.io import DeleteError, FileIO, FileStatus, in_background, io_map
 from shoal.spec.snapshot import Snapshot
 from shoal.table.paths import BUCKET_PREFIX, SNAPSHOT_PREFIX, PathFactory
 from shoal.table.snapshot_manager import EARLIEST, LATEST, SnapshotManager
@@ -287,10 +288,17 @@ def files_named_by(
     return {n for names in _map_reads(store, read, manifest_names) if names for n in names}
 
 
-def used_names(store: FileStore, roots: Sequence[Snapshot], candidates: Set[str]) -> set[str]:
-    """The names in ``candidates`` that some root in ``roots`` reaches."""
+def used_names(
+    store: FileStore,
+    roots: Sequence[Snapshot],
+    candidates: Set[str],
+    manifests: Set[str] | None = None,
+) -> set[str]:
+    """The names in ``candidates`` that some root in ``roots`` reaches; ``manifests``,
+    when given, are the manifests the roots' manifest lists name (read already)."""
     used = root_file_names(roots) & candidates
-    manifests = manifests_named_by(store, manifest_list_names(roots))
+    if manifests is None:
+        manifests = manifests_named_by(store, manifest_list_names(roots))
     used |= manifests & candidates
     used |= files_named_by(store, manifests, candidates)
     return used
@@ -399,41 +407,58 @@ def remove_empty_directories(
 
 # --- the whole run ---------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class _Listing:
-    """Candidate files of one run and the data directories they were found in."""
+class _DataListing:
+    """Candidate files of the bucket directories and the data directories they were
+    found in."""
 
     files: list[FileStatus]
     data: DataDirectories
     empty_buckets: list[str]
 
 
-def candidate_directories(store: FileStore, data: DataDirectories) -> list[tuple[str, bool]]:
-    """The directories whose files are candidates, each with whether it is the
-    snapshot directory (see :func:`list_candidates`); the bucket directories last, in
-    the order of ``data.buckets``."""
+def metadata_directories(store: FileStore) -> list[tuple[str, bool]]:
+    """The metadata directories whose files are candidates, each with whether it is
+    the snapshot directory (see :func:`list_candidates`)."""
     root = store.root
     return [
         (store.paths.snapshot_dir, True),
         (store.paths.manifest_dir, False),
         (f"{root}/index", False),
         (f"{root}/statistics", False),
-        *((b.path, False) for b in data.buckets),
     ]
 
 
-def _list_table(store: FileStore) -> _Listing:
-    """Step 1 for the whole table: every candidate file, listed in parallel."""
-    file_io = store.file_io
-    data = find_data_directories(file_io, store.root, len(store.schema.partition_keys))
-    directories = candidate_directories(store, data)
-    listed = io_map(
+def candidate_directories(store: FileStore, data: DataDirectories) -> list[tuple[str, bool]]:
+    """The directories whose files are candidates, each with whether it is the
+    snapshot directory: the metadata directories, then the bucket directories in the
+    order of ``data.buckets``."""
+    return [*metadata_directories(store), *((b.path, False) for b in data.buckets)]
+
+
+def _list_directories(
+    file_io: FileIO, directories: list[tuple[str, bool]]
+) -> list[list[FileStatus]]:
+    return io_map(
         lambda d: list_candidates(file_io, d[0], snapshot_dir=d[1]),
         directories,
         concurrent=file_io.concurrent_reads,
     )
-    bucket_listings = listed[len(directories) - len(data.buckets) :]
-    empty = [b.path for b, files in zip(data.buckets, bucket_listings, strict=True) if not files]
-    return _Listing([f for batch in listed for f in batch], data, empty)
+
+
+def _list_metadata(store: FileStore) -> list[FileStatus]:
+    """Step 1 for the metadata directories."""
+    return [
+        f for batch in _list_directories(store.file_io, metadata_directories(store)) for f in batch
+    ]
+
+
+def _list_data(store: FileStore) -> _DataListing:
+    """Step 1 for the bucket directories, found and listed in parallel."""
+    file_io = store.file_io
+    data = find_data_directories(file_io, store.root, len(store.schema.partition_keys))
+    listed = _list_directories(file_io, [(b.path, False) for b in data.buckets])
+    empty = [b.path for b, files in zip(data.buckets, listed, strict=True) if not files]
+    return _DataListing([f for batch in listed for f in batch], data, empty)
 
 
 def remove_orphan_files(
@@ -453,13 +478,21 @@ def remove_orphan_files(
     that a root references cannot be read; nothing is deleted then.
     """
     threshold = threshold_millis(older_than, now)
-    listing = _list_table(store)
-    check_modification_times(listing.files)
-    candidates = {file_name(f.path) for f in listing.files if f.mtime_ms < threshold}
-    roots = table_roots(store)
-    used = used_names(store, roots, candidates)
+    # The bucket directories are listed while the roots and their manifest lists are
+    # read: the listing waits on the filesystem, the reading on the CPU. Whatever the
+    # order, a file the roots do not name yet is protected by the threshold, fixed
+    # before either starts.
+    with in_background(lambda: _list_data(store)) as data_listing:
+        metadata_files = _list_metadata(store)
+        roots = table_roots(store)
+        manifests = manifests_named_by(store, manifest_list_names(roots))
+        listing = data_listing.result()
+    files = metadata_files + listing.files
+    check_modification_times(files)
+    candidates = {file_name(f.path) for f in files if f.mtime_ms < threshold}
+    used = used_names(store, roots, candidates, manifests)
     orphans = choose_orphans(
-        listing.files, used, threshold, protected_dirs=protected_directories(store, roots)
+        files, used, threshold, protected_dirs=protected_directories(store, roots)
     )
     deleted = orphans if dry_run else _delete_in_batches(store.file_io, orphans)
     removed = (

@@ -33,6 +33,9 @@ SYNC_SIZE = 16
 # Uncompressed bytes of records per block when writing.
 BLOCK_BYTES = 64 << 10
 _DECODERS: dict[tuple[bytes, str], avro_compiled.Decoder | None] = {}
+_DECODERS_BY_ID: dict[
+    tuple[bytes, int], tuple[Mapping[str, Any] | None, avro_compiled.Decoder | None]
+] = {}
 _SCHEMAS: dict[bytes, Any] = {}
 _LOCK = threading.Lock()
 # Schemas compiled and kept at most; a table has a handful.
@@ -227,9 +230,16 @@ def prepare(schema: dict[str, Any], codec: str = "zstandard") -> None:
 
 
 def _decoder(text: bytes, keep: Mapping[str, Any] | None = None) -> avro_compiled.Decoder | None:
+    # Callers mostly pass module-level projections: find those by identity first (the
+    # projection is kept in the value, so its id cannot be reused meanwhile).
+    known = _DECODERS_BY_ID.get((text, id(keep)))
+    if known is not None and known[0] is keep:
+        return known[1]
     key = (text, "" if keep is None else json.dumps(keep, sort_keys=True))
     if key in _DECODERS:
-        return _DECODERS[key]
+        compiled = _DECODERS[key]
+        _remember_by_id(text, keep, compiled)
+        return compiled
     try:
         decode: avro_compiled.Decoder | None = avro_compiled.compile_decoder(json.loads(text), keep)
     except (avro_compiled.UnsupportedSchemaError, KeyError, TypeError, AttributeError):
@@ -238,7 +248,17 @@ def _decoder(text: bytes, keep: Mapping[str, Any] | None = None) -> avro_compile
         if len(_DECODERS) >= _MAX_SCHEMAS:  # files with ever new (damaged) schemas
             _DECODERS.clear()
         _DECODERS[key] = decode
+    _remember_by_id(text, keep, decode)
     return decode
+
+
+def _remember_by_id(
+    text: bytes, keep: Mapping[str, Any] | None, decode: avro_compiled.Decoder | None
+) -> None:
+    with _LOCK:
+        if len(_DECODERS_BY_ID) >= _MAX_SCHEMAS:  # callers that build projections per call
+            _DECODERS_BY_ID.clear()
+        _DECODERS_BY_ID[(text, id(keep))] = (keep, decode)
 
 
 def _header(data: bytes) -> tuple[dict[str, bytes], int]:
