@@ -1,5 +1,5 @@
 """The Spark side of the command line: the session, reading source files, writing a
-DataFrame into a table through the ``shoal`` data source (:mod:`shoal.spark`).
+DataFrame into a table (:mod:`shoal.spark`).
 
 Commands that do not run on Spark start without ``pyspark``: the session comes from
 :func:`shoal.spark.session.spark_session`, imported when a Spark command runs. Every
@@ -69,7 +69,8 @@ def write_dataframe(
     *,
     dynamic_partition_overwrite: bool = False,
 ) -> None:
-    """Write ``frame`` into ``table`` through the ``shoal`` data source: one commit.
+    """Write ``frame`` into ``table`` in one commit: by Spark's own Parquet writer for
+    an unbucketed append table, through the ``shoal`` data source otherwise.
 
     The rows are first shuffled so that one task writes each bucket (one file per
     bucket). ``upsert`` needs a primary-key table (where an append is an upsert);
@@ -77,6 +78,7 @@ def write_dataframe(
     only the partitions present in ``frame``.
     """
     from shoal.spark.datasource import prepare_for_write
+    from shoal.spark.table_write import write_table
 
     if mode == "upsert" and not table.primary_keys:
         raise InvalidArgumentError(
@@ -85,11 +87,9 @@ def write_dataframe(
         )
     if dynamic_partition_overwrite and mode != "overwrite":
         raise InvalidArgumentError("dynamic partition overwrite applies to --mode overwrite")
-    writer = (
-        prepare_for_write(frame, table.path)
-        .write.format("shoal")
-        .mode("overwrite" if mode == "overwrite" else "append")
+    write_table(
+        prepare_for_write(frame, table.path),
+        table.path,
+        "overwrite" if mode == "overwrite" else "append",
+        dynamic_partition_overwrite=dynamic_partition_overwrite,
     )
-    if dynamic_partition_overwrite:
-        writer = writer.option("dynamic-partition-overwrite", "true")
-    writer.save(table.path)

@@ -4,11 +4,14 @@ distributed maintenance jobs. The only package of shoal that imports ``pyspark``
     import shoal.spark
     shoal.spark.register(spark)
     spark.read.format("shoal").load(table_path)
+    shoal.spark.write_table(df, table_path)  # Spark's Parquet writer where it can
     shoal.spark.compact(spark, table_path, strategy="event-time")
 """
 
 from shoal.spark.datasource import ShoalDataSource, register, register_table
 from shoal.spark.jobs import compact, expire_partitions, expire_snapshots, remove_orphan_files
+from shoal.spark.parquet_write import write_parquet
+from shoal.spark.table_write import write_table
 from shoal.spark.udtfs import register_functions
 from shoal.spark.write import prepare_for_write
 
@@ -22,4 +25,6 @@ __all__ = [
     "register_functions",
     "register_table",
     "remove_orphan_files",
+    "write_parquet",
+    "write_table",
 ]

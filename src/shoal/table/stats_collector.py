@@ -86,6 +86,31 @@ class StatsCollector:
             low, high = _timestamp_min_max(column, self.fields[i].type.root == T.TIMESTAMP_LTZ)  # type: ignore[union-attr]
             self._widen(i, low, high)
 
+    def count_nulls(self, footer: pq.FileMetaData) -> bool:
+        """Take the null counts from the footer of a file written elsewhere (instead of
+        :meth:`update` with its rows); False, counting nothing, when some row group
+        leaves a count out."""
+        if self.mode == "none":
+            return True
+        leaves = {footer.schema.column(c).path: c for c in range(footer.num_columns)}
+        counts = []
+        for f in self.fields:
+            total = 0
+            for g in range(footer.num_row_groups):
+                leaf = leaves.get(f.name)
+                stats = None if leaf is None else footer.row_group(g).column(leaf).statistics
+                if stats is None or not stats.has_null_count:
+                    return False
+                total += stats.null_count
+            counts.append(total)
+        self._nulls = counts
+        return True
+
+    @property
+    def null_counts(self) -> list[int]:
+        """The null count of each of :attr:`fields` so far."""
+        return list(self._nulls)
+
     def _widen(self, i: int, low: Any, high: Any) -> None:
         if low is not None and (self._mins[i] is None or low < self._mins[i]):
             self._mins[i] = low

@@ -49,7 +49,7 @@ class CommitMessage:
     deleted_files: tuple[DataFileMeta, ...] = field(default=())
 
 
-def _now_millis() -> datetime:
+def now_millis() -> datetime:
     now = datetime.now()
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
@@ -199,7 +199,7 @@ class RollingFileWriter:
                 max_sequence_number=last,
                 schema_id=self.store.schema.id,
                 level=self.level,
-                creation_time=_now_millis(),
+                creation_time=now_millis(),
                 delete_row_count=deletes,
                 file_source=self.file_source,
                 value_stats_cols=stats_cols,

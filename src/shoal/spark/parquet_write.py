@@ -1,0 +1,326 @@
+"""Writing an append table with Spark's own Parquet writer.
+
+The ``shoal`` data source hands every row from the JVM to a Python worker, which is
+what Spark's Python Data Source API costs. An unbucketed append table stores plain
+Parquet files that Spark's JVM writer can produce byte for byte as readers expect
+them, so for such a table :func:`write_parquet` lets Spark write the files itself:
+
+1. the rows are cast to the table's Spark types (a schema mismatch fails here,
+   before any file is written), with a hidden copy of each partition column that
+   Spark partitions its output by, so every file holds one partition's rows;
+2. Spark writes Parquet files (the table's compression, timestamps as INT64
+   microseconds) into a staging directory inside the table, ``.spark-write-<uuid>``;
+3. the driver reads each file's footer, on the I/O pool: its row count, the bounds
+   and null counts of its columns, its partition (the single value of each partition
+   column), and checks its column types against the table's; then moves it into its
+   bucket directory under a data-file name;
+4. one commit publishes every file; the staging directory is removed.
+
+Nothing is committed unless every file was checked and moved. A write that fails
+after moving some files leaves them unreferenced in bucket directories, where
+orphan cleanup removes them; the staging directory is removed whatever happens
+(one left by a killed driver is the only thing to remove by hand).
+
+Tables this path cannot write (primary keys, fixed buckets, column types Spark's
+writer stores differently, object stores, where a move is a copy) go through the
+data source: :func:`shoal.spark.write` picks the path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+
+from shoal.errors import SchemaMismatchError, ShoalError, UnsupportedFeatureError
+from shoal.io import LocalFileIO, parallel_map
+from shoal.spark.source_options import normalize_path, open_store
+from shoal.spark.types import spark_schema
+from shoal.spark.write import _after_commit, conformed_names
+from shoal.spec import types as T
+from shoal.spec.binary_row import EMPTY_ROW
+from shoal.spec.data_file import FILE_SOURCE_APPEND, DataFileMeta
+from shoal.spec.snapshot import Snapshot
+from shoal.spec.stats import EMPTY_STATS
+from shoal.table.commit import WHOLE_TABLE, FileStoreCommit, OverwriteScope
+from shoal.table.stats_collector import StatsCollector
+from shoal.table.store import FileStore
+from shoal.table.write import CommitMessage, now_millis
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+logger = logging.getLogger(__name__)
+
+STAGING_PREFIX = ".spark-write-"
+PARTITION_COPY_PREFIX = "__shoal_partition_"
+_SPARK_CODECS = {"none", "uncompressed", "snappy", "gzip", "lz4", "zstd", "brotli"}
+# Types Spark's Parquet writer stores as shoal's writer does (checked again per file).
+_PLAIN_TYPES = {
+    T.BOOLEAN,
+    T.TINYINT,
+    T.SMALLINT,
+    T.INT,
+    T.BIGINT,
+    T.FLOAT,
+    T.DOUBLE,
+    T.VARCHAR,
+    T.VARBINARY,
+    T.DATE,
+    T.DECIMAL,
+}
+_MICROSECOND_TYPES = {T.TIMESTAMP, T.TIMESTAMP_LTZ}
+_TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
+
+
+def why_not_parquet(store: FileStore) -> str | None:
+    """Why :func:`write_parquet` cannot write the table, or None when it can."""
+    if store.is_primary_key:
+        return "a primary-key table's rows are merged and sequenced per bucket"
+    if store.num_buckets > 0:
+        return "a fixed-bucket table routes rows by a hash Spark does not compute"
+    if not isinstance(store.file_io, LocalFileIO):
+        return "moving a file on an object store is a copy"
+    if store.file_compression.lower() not in _SPARK_CODECS:
+        return f"Spark's Parquet writer has no {store.file_compression!r} codec"
+    for field in store.schema.fields:
+        if not _spark_writes_it_as_shoal(field.type):
+            return f"Spark's Parquet writer stores column {field.name!r} ({field.type}) differently"
+    return None
+
+
+def _spark_writes_it_as_shoal(t: T.DataType) -> bool:
+    if not isinstance(t, T.AtomicType):
+        return False
+    if t.root in _MICROSECOND_TYPES:
+        return t.precision == 6
+    return t.root in _PLAIN_TYPES
+
+
+def write_parquet(
+    df: DataFrame,
+    table_path: str,
+    *,
+    overwrite: bool = False,
+    dynamic_partition_overwrite: bool = False,
+) -> Snapshot:
+    """Write ``df`` into the append table at ``table_path`` with Spark's Parquet writer,
+    in one commit; returns the snapshot. ``overwrite`` replaces the whole table, or with
+    ``dynamic_partition_overwrite`` the partitions ``df`` has rows for.
+
+    Raises:
+        SchemaMismatchError: ``df`` does not fit the table (nothing is written).
+        UnsupportedFeatureError: the table is one this path cannot write (see
+            :func:`why_not_parquet`); :func:`shoal.spark.write` takes the data source then.
+    """
+    path = normalize_path(table_path)
+    store = open_store(path)
+    reason = why_not_parquet(store)
+    if reason is not None:
+        raise UnsupportedFeatureError(
+            f"Spark's Parquet writer cannot write {path}: {reason}; write it through the "
+            "'shoal' data source (shoal.spark.write picks it)"
+        )
+    frame, copies = _table_rows(df, store)
+    staging = f"{store.root}/{STAGING_PREFIX}{uuid.uuid4().hex}"
+    try:
+        with _microsecond_timestamps(df.sparkSession):
+            writer = frame.write.mode("error").option("compression", _codec(store))
+            (writer.partitionBy(*copies) if copies else writer).parquet(staging)
+        staged = _staged_files(store, staging)
+        names = [store.paths.new_data_file_name() for _ in staged]
+        files = parallel_map(lambda s: _describe(store, *s), list(zip(staged, names, strict=True)))
+        messages = _move_into_buckets(store, [f for f in files if f.meta.row_count])
+    finally:
+        store.file_io.delete_dir(staging)
+    return _commit(store, messages, overwrite, dynamic_partition_overwrite)
+
+
+def _table_rows(df: DataFrame, store: FileStore) -> tuple[DataFrame, list[str]]:
+    """``df``'s rows in the table's columns and Spark types, plus a hidden copy of each
+    partition column (Spark leaves the columns it partitions by out of the files)."""
+    from pyspark.sql import functions as F
+
+    names = conformed_names(df.schema, store)
+    by_table_name = dict(zip(names, df.columns, strict=True))
+    target = spark_schema(store.schema.fields)
+    columns = [F.col(f"`{by_table_name[f.name]}`").cast(f.dataType).alias(f.name) for f in target]
+    copies = [f"{PARTITION_COPY_PREFIX}{i}" for i in range(len(store.schema.partition_keys))]
+    columns += [
+        F.col(f"`{by_table_name[k]}`").cast(target[k].dataType).alias(c)
+        for k, c in zip(store.schema.partition_keys, copies, strict=True)
+    ]
+    return df.select(*columns), copies
+
+
+def _codec(store: FileStore) -> str:
+    codec = store.file_compression.lower()
+    return "none" if codec == "uncompressed" else codec
+
+
+@contextmanager
+def _microsecond_timestamps(spark: SparkSession) -> Iterator[None]:
+    """Spark writes TIMESTAMP columns as INT96 unless told otherwise; shoal's tables
+    hold INT64 microseconds."""
+    before = spark.conf.get(_TIMESTAMP_CONF, None)
+    spark.conf.set(_TIMESTAMP_CONF, "TIMESTAMP_MICROS")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(_TIMESTAMP_CONF)
+        else:
+            spark.conf.set(_TIMESTAMP_CONF, before)
+
+
+def _staged_files(store: FileStore, staging: str) -> list[str]:
+    return sorted(
+        s.path
+        for s in store.file_io.list_status(staging, recursive=True)
+        if not s.is_dir and s.path.endswith(".parquet")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    path: str
+    partition: bytes
+    meta: DataFileMeta
+
+
+def _describe(store: FileStore, path: str, name: str) -> _Staged:
+    """A staged file as the commit describes it under the data-file name ``name``, read
+    from its footer (and, where the footer leaves something out, from its columns)."""
+    footer = pq.read_metadata(path)
+    _check_types(store, footer, path)
+    collector = StatsCollector(
+        store.schema.fields, store.stats_mode, always=store.event_time_columns
+    )
+    if not collector.count_nulls(footer):
+        collector.update(pq.read_table(path))
+    _check_not_null(store, collector, path)
+    stats, stats_cols = collector.result(footer)
+    rows = footer.num_rows
+    meta = DataFileMeta(
+        file_name=name,
+        file_size=os.stat(path).st_size,
+        row_count=rows,
+        min_key=EMPTY_ROW,
+        max_key=EMPTY_ROW,
+        key_stats=EMPTY_STATS,
+        value_stats=stats,
+        min_sequence_number=0,
+        max_sequence_number=rows - 1,
+        schema_id=store.schema.id,
+        level=0,
+        creation_time=now_millis(),
+        delete_row_count=0,
+        file_source=FILE_SOURCE_APPEND,
+        value_stats_cols=stats_cols,
+    )
+    return _Staged(path, store.partitions.to_bytes(_partition_of(store, footer, path)), meta)
+
+
+def _check_types(store: FileStore, footer: pq.FileMetaData, path: str) -> None:
+    written = footer.schema.to_arrow_schema()
+    for field in store.arrow_schema:
+        index = written.get_field_index(field.name)
+        if index < 0 or written.field(index).type != field.type:
+            found = "no such column" if index < 0 else str(written.field(index).type)
+            raise SchemaMismatchError(
+                f"Spark wrote column {field.name!r} of {path} as {found}, where the table "
+                f"holds {field.type}; nothing was committed. Write through the 'shoal' "
+                "data source instead"
+            )
+
+
+def _check_not_null(store: FileStore, collector: StatsCollector, path: str) -> None:
+    for field, nulls in zip(collector.fields, collector.null_counts, strict=True):
+        if nulls and not field.type.nullable:
+            raise SchemaMismatchError(
+                f"column {field.name!r} is NOT NULL, but the data holds {nulls} nulls "
+                f"(in {path}); nothing was committed"
+            )
+
+
+def _partition_of(store: FileStore, footer: pq.FileMetaData, path: str) -> tuple[Any, ...]:
+    """The partition of a file Spark wrote for one value of each partition column."""
+    keys = store.schema.partition_keys
+    if not keys:
+        return ()
+    values = _single_values_from_footer(footer, keys)
+    if values is None:  # bounds left out of the footer: read the columns
+        columns = pq.read_table(path, columns=list(keys))
+        values = tuple(columns.column(k)[0].as_py() for k in keys)
+        if any(len(columns.column(k).unique()) != 1 for k in keys):
+            raise ShoalError(f"{path} holds rows of several partitions; nothing was committed")
+    return values
+
+
+def _single_values_from_footer(
+    footer: pq.FileMetaData, keys: tuple[str, ...]
+) -> tuple[Any, ...] | None:
+    leaves = {footer.schema.column(c).path: c for c in range(footer.num_columns)}
+    values = []
+    for key in keys:
+        found: list[Any] = []
+        for g in range(footer.num_row_groups):
+            group = footer.row_group(g)
+            stats = group.column(leaves[key]).statistics
+            if stats is None or not stats.has_null_count:
+                return None
+            if stats.null_count == group.num_rows:
+                found.append(None)
+            elif stats.null_count or not stats.has_min_max or stats.min != stats.max:
+                return None
+            else:
+                found.append(stats.min)
+        if len(set(found)) != 1:
+            return None
+        values.append(found[0])
+    return tuple(values)
+
+
+def _move_into_buckets(store: FileStore, files: list[_Staged]) -> list[CommitMessage]:
+    """Move every staged file into its partition's bucket directory; the commit
+    messages, one per partition."""
+    file_io = store.file_io
+    by_partition: dict[bytes, list[DataFileMeta]] = {}
+    for f in files:
+        by_partition.setdefault(f.partition, []).append(f.meta)
+    directories = {p: store.paths.bucket_dir(store.partitions.path(p), 0) for p in by_partition}
+    for directory in directories.values():
+        file_io.mkdirs(directory)
+    parallel_map(
+        lambda f: file_io.rename(f.path, f"{directories[f.partition]}/{f.meta.file_name}"), files
+    )
+    return [
+        CommitMessage(partition, 0, store.num_buckets, tuple(metas))
+        for partition, metas in by_partition.items()
+    ]
+
+
+def _commit(
+    store: FileStore, messages: list[CommitMessage], overwrite: bool, dynamic: bool
+) -> Snapshot:
+    scope: OverwriteScope | None = None
+    if overwrite:
+        present = {m.partition for m in messages}
+        scope = present.__contains__ if dynamic and store.schema.partition_keys else WHOLE_TABLE
+    committer = FileStoreCommit(store)
+    snapshot = committer.commit(messages, overwrite=scope, allow_empty=True)
+    assert snapshot is not None
+    logger.info(
+        "committed snapshot %d of %s: %d files written by Spark's Parquet writer",
+        snapshot.id,
+        store.uri,
+        sum(len(m.new_files) for m in messages),
+    )
+    _after_commit(store, committer, set(), compact=False)
+    return snapshot

@@ -1,0 +1,58 @@
+"""One call to write a DataFrame into a table, by the fastest path the table allows."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Literal
+
+from shoal.errors import InvalidArgumentError
+from shoal.spark.parquet_write import why_not_parquet, write_parquet
+from shoal.spark.source_options import normalize_path, open_store
+from shoal.spec.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+logger = logging.getLogger(__name__)
+
+Mode = Literal["append", "overwrite"]
+
+
+def write_table(
+    df: DataFrame,
+    table_path: str,
+    mode: Mode = "append",
+    *,
+    dynamic_partition_overwrite: bool = False,
+) -> Snapshot | None:
+    """Write ``df`` into the table at ``table_path`` in one commit.
+
+    An unbucketed append table is written by Spark's own Parquet writer
+    (:func:`shoal.spark.parquet_write.write_parquet`), and the snapshot is returned;
+    any other table through the ``shoal`` data source (on a primary-key table an
+    append is an upsert), which reports no snapshot (None). ``overwrite`` replaces the
+    whole table, or with ``dynamic_partition_overwrite`` the partitions ``df`` has
+    rows for. The rows are written as ``df`` is partitioned:
+    :func:`shoal.spark.prepare_for_write` shuffles them to one task per bucket first.
+
+    Raises:
+        SchemaMismatchError: ``df`` does not fit the table; nothing is written.
+        InvalidArgumentError: an unknown ``mode``.
+    """
+    if mode not in ("append", "overwrite"):
+        raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+    path = normalize_path(table_path)
+    reason = why_not_parquet(open_store(path))
+    if reason is None:
+        return write_parquet(
+            df,
+            path,
+            overwrite=mode == "overwrite",
+            dynamic_partition_overwrite=dynamic_partition_overwrite,
+        )
+    logger.info("writing %s through the shoal data source: %s", path, reason)
+    writer = df.write.format("shoal").mode(mode)
+    if dynamic_partition_overwrite:
+        writer = writer.option("dynamic-partition-overwrite", "true")
+    writer.save(path)
+    return None
