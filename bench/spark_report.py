@@ -12,6 +12,7 @@ from bench.spark_workloads import (
     COMPACT_BUCKETS,
     COMPRESSION,
     FLOOR,
+    NATIVE,
     ONE_COLUMN,
     ORPHANS,
     PARQUET,
@@ -37,7 +38,13 @@ SOURCE_MEASURES = {
     WRITE: "write (append)",
 }
 JOB_MEASURES = {COMPACT: "full compaction", ORPHANS: "orphan cleanup"}
-SOURCE_NAMES = {SHOAL: "shoal", FLOOR: "Python-source floor", PARQUET: "Spark Parquet"}
+SOURCE_NAMES = {
+    SHOAL: "shoal",
+    NATIVE: "shoal, Spark's Parquet writer",
+    FLOOR: "Python-source floor",
+    PARQUET: "Spark Parquet",
+}
+NATIVE_WRITE = "shoal / Spark Parquet, write (append) by Spark's Parquet writer (`write_table`)"
 JOB_NAMES = {SPARK_JOB: "Spark job", SINGLE: "single process"}
 
 
@@ -68,6 +75,15 @@ def spark_ratios(raw: dict[str, Any]) -> list[Ratio]:
         )
         for measure, label in sources.items()
     ]
+    if WRITE in found:
+        ratios.append(
+            Ratio(
+                NATIVE_WRITE,
+                _median(found, WRITE, NATIVE),
+                _median(found, WRITE, PARQUET),
+                TARGETS[WRITE],
+            )
+        )
     for numerator, denominator, what in (
         (SHOAL, FLOOR, "shoal / Python-source floor (shoal's own cost)"),
         (FLOOR, PARQUET, "Python-source floor / Spark Parquet (the API's cost)"),
@@ -126,6 +142,8 @@ def _facts_table(raw: dict[str, Any]) -> list[str]:
         ("rows written", WRITE, (SHOAL, PARQUET), "rows"),
         ("data files written", WRITE, (SHOAL, PARQUET), "files"),
         ("bytes written", WRITE, (SHOAL, PARQUET), "bytes"),
+        ("rows written with Spark's Parquet writer", WRITE, (NATIVE, PARQUET), "rows"),
+        ("data files written with Spark's Parquet writer", WRITE, (NATIVE, PARQUET), "files"),
         ("files compacted", COMPACT, (SPARK_JOB, SINGLE), "compacted_files"),
         ("rows after compaction (read-optimized)", COMPACT, (SPARK_JOB, SINGLE), "rows_after"),
         ("orphan files deleted", ORPHANS, (SPARK_JOB, SINGLE), "deleted"),
@@ -239,8 +257,9 @@ def render_spark(raw: dict[str, Any]) -> list[str]:
         f"{READ_FILES} appends, so {raw['read_files']} data files "
         f"({raw['read_bytes'] / 2**20:,.0f} MiB of {COMPRESSION} Parquet), aggregated "
         "through the `shoal` source and by Spark's Parquet source from the very same "
-        f"files; the same rows, cached in {TASKS} partitions, written through "
-        "the source into a new table and by `df.write.parquet`; a full compaction of a "
+        f"files; the same rows, cached in {TASKS} partitions, written into a new table "
+        "through the source and by `shoal.spark.write_table` (Spark's own Parquet writer, "
+        "then shoal's commit), and by `df.write.parquet`; a full compaction of a "
         f"primary-key table ({config['compact_rows']:,} rows upserted in "
         f"{config['compact_commits']} commits into {COMPACT_BUCKETS} buckets) and an orphan "
         f"cleanup ({config['orphan_commits']} appends into 4 partitions, "

@@ -11,7 +11,8 @@ contender once untimed, then round after round of them in a rotating order:
 - ``read-one``: a one-column aggregate, the shoal read pruned by its ``columns`` option,
   the Parquet read by Spark itself;
 - ``write``: the same cached DataFrame (those rows in two partitions) appended to a new
-  shoal table through the data source, and written by ``df.write.parquet`` (both zstd);
+  shoal table through the data source and by ``shoal.spark.write_table`` (Spark's own
+  Parquet writer, then shoal's commit), and written by ``df.write.parquet`` (all zstd);
 - ``compact``: a full compaction of a primary-key table, ``shoal.spark.compact`` against
   ``Table.compact``, each on a fresh copy;
 - ``orphans``: orphan cleanup of an append table with aged stray files,
@@ -70,12 +71,13 @@ READ_ALL, READ_SORT, READ_ONE = "read-all", "read-all-sorting", "read-one"
 WRITE, COMPACT, ORPHANS = "write", "compact", "orphans"
 MEASURES = (READ_ALL, READ_SORT, READ_ONE, WRITE, COMPACT, ORPHANS)
 SHOAL, FLOOR, PARQUET = "shoal", "floor", "parquet"  # data source, least Python source, Spark
+NATIVE = "shoal-parquet"  # shoal.spark.write_table: Spark's Parquet writer, shoal's commit
 SPARK_JOB, SINGLE = "spark", "single-process"  # the Spark job against Table's method
 CONTENDERS = {
     READ_ALL: (SHOAL, FLOOR, PARQUET),
     READ_SORT: (SHOAL, FLOOR, PARQUET),
     READ_ONE: (SHOAL, FLOOR, PARQUET),
-    WRITE: (SHOAL, FLOOR, PARQUET),
+    WRITE: (SHOAL, NATIVE, FLOOR, PARQUET),
     COMPACT: (SPARK_JOB, SINGLE),
     ORPHANS: (SPARK_JOB, SINGLE),
 }
@@ -461,6 +463,21 @@ class Workload:
         shutil.rmtree(warehouse, ignore_errors=True)
         return seconds
 
+    def write_native(self) -> float:
+        import shoal
+        import shoal.spark
+
+        frame = self.source_frame()
+        warehouse = self._next("write-native")
+        shoal.Catalog(str(warehouse)).create_table("bench.written", READ_SCHEMA)
+        path = str(warehouse / "bench.db" / "written")
+        seconds, snapshot = _timed(lambda: shoal.spark.write_table(frame, path))
+        files, size = _tree(Path(path) / "bucket-0")
+        count = snapshot.total_record_count if snapshot is not None else None
+        self._fact(WRITE, NATIVE, {"files": files, "bytes": size, "rows": count})
+        shutil.rmtree(warehouse, ignore_errors=True)
+        return seconds
+
     def write_floor(self) -> float:
         frame = self.source_frame()
         seconds, _ = _timed(lambda: frame.write.format(FloorSource.name()).mode("append").save())
@@ -536,7 +553,12 @@ class Workload:
         }
         return {
             **reads,
-            WRITE: {SHOAL: self.write_shoal, FLOOR: self.write_floor, PARQUET: self.write_parquet},
+            WRITE: {
+                SHOAL: self.write_shoal,
+                NATIVE: self.write_native,
+                FLOOR: self.write_floor,
+                PARQUET: self.write_parquet,
+            },
             COMPACT: {SPARK_JOB: self.compact_spark, SINGLE: self.compact_single},
             ORPHANS: {SPARK_JOB: self.orphans_spark, SINGLE: self.orphans_single},
         }
