@@ -5,7 +5,7 @@ commits nothing and leaves no staging directory."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import shoal
 from shoal.errors import SchemaMismatchError, UnsupportedFeatureError
+from shoal.io import LocalFileIO
 from shoal.spark import write_parquet, write_table
 from shoal.spark.parquet_write import STAGING_PREFIX, why_not_parquet
 from shoal.spark.source_options import open_store
@@ -112,9 +113,15 @@ def test_spark_writes_the_files_shoal_would_commit(
         collector.update(pq.read_table(path))
         expected, _ = collector.result(pq.read_metadata(path))
         assert entry.file.value_stats == expected
+        # The partition committed is the one the file's rows hold.
+        held = pq.read_table(path, columns=["part", "day"]).to_pylist()[0]
+        assert store.partitions.decode(entry.partition) == (held["part"], held["day"])
+        assert f"part={held['part'] or '__DEFAULT_PARTITION__'}/" in path
         assert entry.file.row_count == pq.read_metadata(path).num_rows
     # Stats pruning works on what Spark wrote.
     assert table.scan(filter=[[("k", "<", 3)]]).to_arrow().num_rows == 3
+    in_p1 = sum(r["part"] == "p1" for r in rows.to_pylist())
+    assert table.scan(filter=[[("part", "=", "p1")]]).to_arrow().num_rows == in_p1
 
 
 def test_pypaimon_reads_a_table_spark_wrote(spark: SparkSession, tmp_path: Path) -> None:
@@ -195,3 +202,32 @@ def test_other_tables_go_through_the_data_source(
     snapshot = write_table(spark_frame(spark, events(range(4)), plain.path), plain.path)
     assert snapshot is not None
     assert snapshot.id == 1
+
+
+def test_a_failure_while_moving_leaves_only_orphans(
+    spark: SparkSession, events_table: shoal.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = events_table.path
+    events_table.append(events(range(5), "2026-11-01"))
+    moves = 0
+    rename = LocalFileIO.rename
+
+    def fail_the_second(self: LocalFileIO, src: str, dst: str) -> None:
+        nonlocal moves
+        moves += 1
+        if moves == 2:
+            raise OSError("disk gone")
+        rename(self, src, dst)
+
+    monkeypatch.setattr(LocalFileIO, "rename", fail_the_second)
+    two_partitions = events(range(10, 14), ["2026-11-01", "2026-11-02"] * 2)
+    with pytest.raises(OSError, match="disk gone"):
+        write_parquet(spark_frame(spark, two_partitions, path), path)
+    monkeypatch.undo()
+    table = shoal.open_table(path)
+    assert table.latest_snapshot().id == 1
+    assert [r["id"] for r in sorted_rows(table.to_arrow(), "id")] == list(range(5))
+    assert leftovers(path) == []
+    moved = table.remove_orphan_files(older_than=datetime.now())
+    assert moved.deleted_count == 1  # the one file moved before the failure
+    assert [r["id"] for r in sorted_rows(shoal.open_table(path).to_arrow(), "id")] == list(range(5))
