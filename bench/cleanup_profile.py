@@ -2,8 +2,9 @@
 workloads' table (``python -m bench --profile-cleanup``).
 
 cProfile sees only the thread it runs in, and both operations read metadata and
-delete files on shoal's I/O pool, so for the profile their ``parallel_map`` is a plain
-loop in this thread; the wall time of an unprofiled run with the pool comes first.
+delete files on shoal's I/O pool (and orphan cleanup lists the bucket directories on a
+thread of its own), so for the profile their ``parallel_map`` is a plain loop and the
+listing runs first, in this thread; the wall time of an unprofiled run comes first.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import io
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,6 +41,13 @@ def _inline_io_map(fn: Callable[[A], R], items: Iterable[A], *, concurrent: bool
     return [fn(x) for x in items]
 
 
+@contextmanager
+def _inline_background(fn: Callable[[], R]) -> Iterator[Future[R]]:
+    future: Future[R] = Future()
+    future.set_result(fn())
+    yield future
+
+
 def _inline_pool() -> ExitStack:
     import shoal.maintenance.expire
     import shoal.maintenance.orphans
@@ -46,7 +55,11 @@ def _inline_pool() -> ExitStack:
 
     stack = ExitStack()
     for module in (shoal.maintenance.expire, shoal.maintenance.orphans, shoal.table.manifests):
-        for name, inline in (("parallel_map", _inline_map), ("io_map", _inline_io_map)):
+        for name, inline in (
+            ("parallel_map", _inline_map),
+            ("io_map", _inline_io_map),
+            ("in_background", _inline_background),
+        ):
             if hasattr(module, name):
                 stack.enter_context(patch.object(module, name, inline))
     return stack

@@ -163,8 +163,11 @@ class FileIO:
 
 
 def _status(info: pafs.FileInfo) -> FileStatus:
-    mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else 0
-    return FileStatus(info.path, info.size or 0, mtime, info.type == pafs.FileType.Directory)
+    mtime = info.mtime_ns
+    size = info.size
+    # Only a file has a size; the type (an enum built on every access) is asked of the rest.
+    is_dir = size is None and info.type == pafs.FileType.Directory
+    return FileStatus(info.path, size or 0, mtime // 1_000_000 if mtime is not None else 0, is_dir)
 
 
 def _parent(path: str) -> str:
