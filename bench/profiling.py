@@ -10,7 +10,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from unittest.mock import patch
 
 from bench import data
@@ -63,12 +63,17 @@ def profile_primary_key(batches: int, rows: int, seed: int, buckets: int = 4, to
     """Profile shoal's real-time read and full compaction of the primary-key workload.
 
     The upserts (write-only) are not profiled. cProfile sees only the thread it runs
-    in, and compaction rewrites buckets on shoal's I/O pool, so for the profile the
-    compaction's ``parallel_map`` is replaced by a plain loop in this thread (the
-    Arrow work below it is the same; only the overlap between buckets is lost).
+    in, and the merge reads its files' batches on shoal's I/O pool (and compaction
+    may rewrite buckets side by side), so for the profile those maps are plain loops
+    in this thread (the Arrow work below them is the same; only the overlap is lost).
     """
     import shoal
     import shoal.compaction.compact as compact_module
+    import shoal.table.merge as merge_module
+
+    def inline_bounded(fn: Callable[[Any], Any], items: Iterable[Any], workers: int) -> list[Any]:
+        del workers
+        return [fn(x) for x in items]
 
     keys = data.key_range(batches, rows)
     upserts = [data.make_upsert(i, rows, keys, seed) for i in range(batches)]
@@ -83,22 +88,26 @@ def profile_primary_key(batches: int, rows: int, seed: int, buckets: int = 4, to
         for batch in upserts:
             table.upsert(batch)
 
-        profiler = cProfile.Profile()
-        gc.collect()
-        start = time.perf_counter()
-        profiler.enable()
-        scan = shoal.open_table(table.path).scan()
-        scan.plan()
-        merged = scan.to_arrow()
-        profiler.disable()
-        elapsed = time.perf_counter() - start
+        with patch.object(merge_module, "parallel_map", _inline_map):
+            profiler = cProfile.Profile()
+            gc.collect()
+            start = time.perf_counter()
+            profiler.enable()
+            scan = shoal.open_table(table.path).scan()
+            scan.plan()
+            merged = scan.to_arrow()
+            profiler.disable()
+            elapsed = time.perf_counter() - start
         out.write(
             f"real-time read of {batches} upserts of {rows} rows into {buckets} buckets "
             f"({merged.num_rows} rows): {elapsed:.2f} s under cProfile\n"
         )
         out.write(_top(profiler, top))
 
-        with patch.object(compact_module, "parallel_map", _inline_map):
+        with (
+            patch.object(compact_module, "bounded_map", inline_bounded),
+            patch.object(merge_module, "parallel_map", _inline_map),
+        ):
             profiler = cProfile.Profile()
             gc.collect()
             start = time.perf_counter()
