@@ -23,7 +23,7 @@ orphan cleanup removes them; the staging directory is removed whatever happens
 
 Tables this path cannot write (primary keys, fixed buckets, column types Spark's
 writer stores differently, object stores, where a move is a copy) go through the
-data source: :func:`shoal.spark.write` picks the path.
+data source: :func:`shoal.spark.write_table` picks the path.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from shoal.errors import SchemaMismatchError, ShoalError, UnsupportedFeatureErro
 from shoal.io import LocalFileIO, parallel_map
 from shoal.spark.source_options import normalize_path, open_store
 from shoal.spark.types import spark_schema
-from shoal.spark.write import _after_commit, conformed_names
+from shoal.spark.write import after_commit, conformed_names
 from shoal.spec import types as T
 from shoal.spec.binary_row import EMPTY_ROW
 from shoal.spec.data_file import FILE_SOURCE_APPEND, DataFileMeta
@@ -117,7 +117,8 @@ def write_parquet(
     Raises:
         SchemaMismatchError: ``df`` does not fit the table (nothing is written).
         UnsupportedFeatureError: the table is one this path cannot write (see
-            :func:`why_not_parquet`); :func:`shoal.spark.write` takes the data source then.
+            :func:`why_not_parquet`); :func:`shoal.spark.write_table` writes it through
+            the data source.
     """
     path = normalize_path(table_path)
     store = open_store(path)
@@ -125,7 +126,7 @@ def write_parquet(
     if reason is not None:
         raise UnsupportedFeatureError(
             f"Spark's Parquet writer cannot write {path}: {reason}; write it through the "
-            "'shoal' data source (shoal.spark.write picks it)"
+            "'shoal' data source (shoal.spark.write_table picks it)"
         )
     frame, copies = _table_rows(df, store)
     staging = f"{store.root}/{STAGING_PREFIX}{uuid.uuid4().hex}"
@@ -321,5 +322,5 @@ def _commit(
         store.uri,
         sum(len(m.new_files) for m in messages),
     )
-    _after_commit(store, committer, set(), compact=False)
+    after_commit(store, committer, set(), compact=False)
     return snapshot

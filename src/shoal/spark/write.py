@@ -170,7 +170,7 @@ class ShoalWriter(DataSourceArrowWriter):
         # Published: from here on, failures are logged, never raised.
         logger.info("committed snapshot %s of %s", snapshot.id if snapshot else None, self._path)
         buckets = {(m.partition, m.bucket) for m in written}
-        _after_commit(store, committer, buckets, compact=self._primary_key and scope is None)
+        after_commit(store, committer, buckets, compact=self._primary_key and scope is None)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Deletes nothing: the files of the failed write are referenced by no snapshot,
@@ -269,7 +269,7 @@ class _Renumber:
         return write_all(writer, [rows])
 
 
-def _after_commit(
+def after_commit(
     store: FileStore, committer: FileStoreCommit, buckets: set[BucketKey], *, compact: bool
 ) -> None:
     """What a table write does after its commit: compaction when a bucket reaches the
