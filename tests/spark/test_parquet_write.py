@@ -5,7 +5,8 @@ commits nothing and leaves no staging directory."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,6 @@ PLAIN = pa.schema([
 
 
 def plain_rows(n: int) -> pa.Table:
-    from datetime import datetime, timedelta
-    from decimal import Decimal
-
     def some(values: list[Any]) -> list[Any]:
         return [None if i % 5 == 4 else v for i, v in enumerate(values)]
 
