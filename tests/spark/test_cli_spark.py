@@ -126,6 +126,30 @@ def test_ingest_overwrite(keyed: shoal.Table, tmp_path: Path) -> None:
     assert content(keyed) == [("2026-11-01", 9, "n9")]
 
 
+def test_ingest_into_an_append_table_with_sparks_parquet_writer(tmp_path: Path) -> None:
+    micros = SCHEMA.set(2, pa.field("ts", pa.timestamp("us")))
+    plain = shoal.Catalog(str(tmp_path / "wh")).create_table(
+        "db.events", micros, partition_keys=["dt"]
+    )
+    rows = data([1, 2]).cast(micros)
+    pq.write_table(
+        pa.concat_tables([rows, data([3], dt="2026-11-02").cast(micros)]), tmp_path / "in.parquet"
+    )
+    done = run_json("ingest", str(tmp_path / "in.parquet"), plain.path)
+    assert done["snapshot_ids"] == [1]
+    assert content(plain) == [
+        ("2026-11-01", 1, "a1"),
+        ("2026-11-01", 2, "a2"),
+        ("2026-11-02", 3, "a3"),
+    ]
+    # Spark's files, moved into the table's bucket directories; no staging folder left.
+    found = list(Path(plain.path).rglob("data-*"))
+    files = sorted(p.relative_to(plain.path).parts[:2] for p in found)
+    assert files == [("dt=2026-11-01", "bucket-0"), ("dt=2026-11-02", "bucket-0")]
+    assert all("parquet-mr" in pq.read_metadata(p).created_by for p in found)
+    assert not any(p.name.startswith(".spark-write-") for p in Path(plain.path).iterdir())
+
+
 def test_ingest_errors(keyed: shoal.Table, tmp_path: Path) -> None:
     source = write_json(tmp_path / "a.json", data([1]))
     append = shoal.Catalog(str(tmp_path / "wh")).create_table("db.plain", SCHEMA)

@@ -101,7 +101,9 @@ def ingest(
     TABLE through Spark, in one commit.
 
     JSON and CSV are parsed with the table's schema; Parquet columns are cast to it.
-    Rows are shuffled so that one task writes each bucket; when SOURCE holds a key
+    An unbucketed append table is written by Spark's own Parquet writer, any other
+    through the shoal data source. Rows are shuffled so that one task writes each
+    bucket (or partition); when SOURCE holds a key
     more than once, the table's sequence.field decides which row wins (without one,
     any of them may).
 
