@@ -448,35 +448,32 @@ class Workload:
             self.write_df = frame
         return self.write_df
 
-    def write_shoal(self) -> float:
+    def _write_new_table(self, contender: str, write: Callable[[DataFrame, str], Any]) -> float:
+        """``write(frame, path)`` into a new table, timed; what it wrote, as facts (the
+        rows as the table's latest snapshot counts them)."""
         import shoal
 
         frame = self.source_frame()
-        warehouse = self._next("write-shoal")
+        warehouse = self._next(f"write-{contender}")
         shoal.Catalog(str(warehouse)).create_table("bench.written", READ_SCHEMA)
         path = str(warehouse / "bench.db" / "written")
-        seconds, _ = _timed(lambda: frame.write.format("shoal").mode("append").save(path))
+        seconds, _ = _timed(lambda: write(frame, path))
         files, size = _tree(Path(path) / "bucket-0")
-        rows = shoal.open_table(path).latest_snapshot()
-        count = rows.total_record_count if rows is not None else None
-        self._fact(WRITE, SHOAL, {"files": files, "bytes": size, "rows": count})
+        latest = shoal.open_table(path).latest_snapshot()
+        count = latest.total_record_count if latest is not None else None
+        self._fact(WRITE, contender, {"files": files, "bytes": size, "rows": count})
         shutil.rmtree(warehouse, ignore_errors=True)
         return seconds
+
+    def write_shoal(self) -> float:
+        return self._write_new_table(
+            SHOAL, lambda frame, path: frame.write.format("shoal").mode("append").save(path)
+        )
 
     def write_native(self) -> float:
-        import shoal
         import shoal.spark
 
-        frame = self.source_frame()
-        warehouse = self._next("write-native")
-        shoal.Catalog(str(warehouse)).create_table("bench.written", READ_SCHEMA)
-        path = str(warehouse / "bench.db" / "written")
-        seconds, snapshot = _timed(lambda: shoal.spark.write_table(frame, path))
-        files, size = _tree(Path(path) / "bucket-0")
-        count = snapshot.total_record_count if snapshot is not None else None
-        self._fact(WRITE, NATIVE, {"files": files, "bytes": size, "rows": count})
-        shutil.rmtree(warehouse, ignore_errors=True)
-        return seconds
+        return self._write_new_table(NATIVE, shoal.spark.write_table)
 
     def write_floor(self) -> float:
         frame = self.source_frame()

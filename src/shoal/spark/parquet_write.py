@@ -29,7 +29,6 @@ data source: :func:`shoal.spark.write_table` picks the path.
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,19 +38,17 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 
 from shoal.errors import SchemaMismatchError, ShoalError, UnsupportedFeatureError
-from shoal.io import LocalFileIO, parallel_map
+from shoal.io import FileStatus, LocalFileIO, parallel_map
 from shoal.spark.source_options import normalize_path, open_store
 from shoal.spark.types import spark_schema
-from shoal.spark.write import after_commit, conformed_names
+from shoal.spark.write import after_commit, conformed_names, overwrite_scope
 from shoal.spec import types as T
-from shoal.spec.binary_row import EMPTY_ROW
-from shoal.spec.data_file import FILE_SOURCE_APPEND, DataFileMeta
+from shoal.spec.data_file import DataFileMeta
 from shoal.spec.snapshot import Snapshot
-from shoal.spec.stats import EMPTY_STATS
-from shoal.table.commit import WHOLE_TABLE, FileStoreCommit, OverwriteScope
-from shoal.table.stats_collector import StatsCollector
+from shoal.table.commit import FileStoreCommit, OverwriteScope
+from shoal.table.stats_collector import StatsCollector, footer_leaves
 from shoal.table.store import FileStore
-from shoal.table.write import CommitMessage, now_millis
+from shoal.table.write import CommitMessage, append_file_meta
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -120,13 +117,27 @@ def write_parquet(
             :func:`why_not_parquet`); :func:`shoal.spark.write_table` writes it through
             the data source.
     """
-    path = normalize_path(table_path)
-    store = open_store(path)
+    return write_parquet_into(
+        open_store(normalize_path(table_path)),
+        df,
+        overwrite=overwrite,
+        dynamic_partition_overwrite=dynamic_partition_overwrite,
+    )
+
+
+def write_parquet_into(
+    store: FileStore,
+    df: DataFrame,
+    *,
+    overwrite: bool = False,
+    dynamic_partition_overwrite: bool = False,
+) -> Snapshot:
+    """:func:`write_parquet` into the table ``store`` opened already."""
     reason = why_not_parquet(store)
     if reason is not None:
         raise UnsupportedFeatureError(
-            f"Spark's Parquet writer cannot write {path}: {reason}; write it through the "
-            "'shoal' data source (shoal.spark.write_table picks it)"
+            f"Spark's Parquet writer cannot write {store.uri}: {reason}; write it through "
+            "the 'shoal' data source (shoal.spark.write_table picks it)"
         )
     frame, copies = _table_rows(df, store)
     staging = f"{store.root}/{STAGING_PREFIX}{uuid.uuid4().hex}"
@@ -140,7 +151,8 @@ def write_parquet(
         messages = _move_into_buckets(store, [f for f in files if f.meta.row_count])
     finally:
         store.file_io.delete_dir(staging)
-    return _commit(store, messages, overwrite, dynamic_partition_overwrite)
+    scope = overwrite_scope(store, messages, overwrite, dynamic_partition_overwrite)
+    return _commit(store, messages, scope)
 
 
 def _table_rows(df: DataFrame, store: FileStore) -> tuple[DataFrame, list[str]]:
@@ -180,11 +192,10 @@ def _microsecond_timestamps(spark: SparkSession) -> Iterator[None]:
             spark.conf.set(_TIMESTAMP_CONF, before)
 
 
-def _staged_files(store: FileStore, staging: str) -> list[str]:
+def _staged_files(store: FileStore, staging: str) -> list[FileStatus]:
+    listed = store.file_io.list_status(staging, recursive=True)
     return sorted(
-        s.path
-        for s in store.file_io.list_status(staging, recursive=True)
-        if not s.is_dir and s.path.endswith(".parquet")
+        (s for s in listed if not s.is_dir and s.path.endswith(".parquet")), key=lambda s: s.path
     )
 
 
@@ -195,9 +206,10 @@ class _Staged:
     meta: DataFileMeta
 
 
-def _describe(store: FileStore, path: str, name: str) -> _Staged:
+def _describe(store: FileStore, staged: FileStatus, name: str) -> _Staged:
     """A staged file as the commit describes it under the data-file name ``name``, read
     from its footer (and, where the footer leaves something out, from its columns)."""
+    path = staged.path
     footer = pq.read_metadata(path)
     _check_types(store, footer, path)
     collector = StatsCollector(
@@ -205,26 +217,9 @@ def _describe(store: FileStore, path: str, name: str) -> _Staged:
     )
     if not collector.count_nulls(footer):
         collector.update(pq.read_table(path))
-    _check_not_null(store, collector, path)
-    stats, stats_cols = collector.result(footer)
-    rows = footer.num_rows
-    meta = DataFileMeta(
-        file_name=name,
-        file_size=os.stat(path).st_size,
-        row_count=rows,
-        min_key=EMPTY_ROW,
-        max_key=EMPTY_ROW,
-        key_stats=EMPTY_STATS,
-        value_stats=stats,
-        min_sequence_number=0,
-        max_sequence_number=rows - 1,
-        schema_id=store.schema.id,
-        level=0,
-        creation_time=now_millis(),
-        delete_row_count=0,
-        file_source=FILE_SOURCE_APPEND,
-        value_stats_cols=stats_cols,
-    )
+    _check_not_null(collector, path)
+    stats = collector.result(footer)
+    meta = append_file_meta(store, name, staged.size, footer.num_rows, stats)
     return _Staged(path, store.partitions.to_bytes(_partition_of(store, footer, path)), meta)
 
 
@@ -241,7 +236,7 @@ def _check_types(store: FileStore, footer: pq.FileMetaData, path: str) -> None:
             )
 
 
-def _check_not_null(store: FileStore, collector: StatsCollector, path: str) -> None:
+def _check_not_null(collector: StatsCollector, path: str) -> None:
     for field, nulls in zip(collector.fields, collector.null_counts, strict=True):
         if nulls and not field.type.nullable:
             raise SchemaMismatchError(
@@ -267,7 +262,7 @@ def _partition_of(store: FileStore, footer: pq.FileMetaData, path: str) -> tuple
 def _single_values_from_footer(
     footer: pq.FileMetaData, keys: tuple[str, ...]
 ) -> tuple[Any, ...] | None:
-    leaves = {footer.schema.column(c).path: c for c in range(footer.num_columns)}
+    leaves = footer_leaves(footer)
     values = []
     for key in keys:
         found: list[Any] = []
@@ -307,12 +302,8 @@ def _move_into_buckets(store: FileStore, files: list[_Staged]) -> list[CommitMes
 
 
 def _commit(
-    store: FileStore, messages: list[CommitMessage], overwrite: bool, dynamic: bool
+    store: FileStore, messages: list[CommitMessage], scope: OverwriteScope | None
 ) -> Snapshot:
-    scope: OverwriteScope | None = None
-    if overwrite:
-        present = {m.partition for m in messages}
-        scope = present.__contains__ if dynamic and store.schema.partition_keys else WHOLE_TABLE
     committer = FileStoreCommit(store)
     snapshot = committer.commit(messages, overwrite=scope, allow_empty=True)
     assert snapshot is not None

@@ -6,7 +6,7 @@ import logging
 from typing import TYPE_CHECKING, Literal
 
 from shoal.errors import InvalidArgumentError
-from shoal.spark.parquet_write import why_not_parquet, write_parquet
+from shoal.spark.parquet_write import why_not_parquet, write_parquet_into
 from shoal.spark.source_options import normalize_path, open_store
 from shoal.spec.snapshot import Snapshot
 
@@ -42,11 +42,12 @@ def write_table(
     if mode not in ("append", "overwrite"):
         raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', not {mode!r}")
     path = normalize_path(table_path)
-    reason = why_not_parquet(open_store(path))
+    store = open_store(path)
+    reason = why_not_parquet(store)
     if reason is None:
-        return write_parquet(
+        return write_parquet_into(
+            store,
             df,
-            path,
             overwrite=mode == "overwrite",
             dynamic_partition_overwrite=dynamic_partition_overwrite,
         )

@@ -157,11 +157,7 @@ class ShoalWriter(DataSourceArrowWriter):
         store = open_store(self._path)
         results = [m for m in messages if isinstance(m, ShoalCommitMessage)]
         written = [m for r in results for m in r.messages]
-        scope: OverwriteScope | None = None
-        if self._overwrite:
-            present = {m.partition for m in written}
-            dynamic = self._dynamic and bool(store.schema.partition_keys)
-            scope = present.__contains__ if dynamic else WHOLE_TABLE
+        scope = overwrite_scope(store, written, self._overwrite, self._dynamic)
         committer = FileStoreCommit(store)
         if self._primary_key:
             snapshot: Snapshot | None = _commit_keyed(store, committer, results, scope)
@@ -267,6 +263,18 @@ class _Renumber:
         rows = rows.set_column(index, rows.schema.field(index), shifted)
         writer = RollingFileWriter(store, m.partition, m.bucket, layout=self.layout, level=f.level)
         return write_all(writer, [rows])
+
+
+def overwrite_scope(
+    store: FileStore, written: Sequence[CommitMessage], overwrite: bool, dynamic: bool
+) -> OverwriteScope | None:
+    """What a Spark write replaces: nothing for an append, the whole table for an
+    overwrite, or with ``dynamic`` (on a partitioned table) the partitions written."""
+    if not overwrite:
+        return None
+    if dynamic and store.schema.partition_keys:
+        return {m.partition for m in written}.__contains__
+    return WHOLE_TABLE
 
 
 def after_commit(

@@ -92,13 +92,15 @@ class StatsCollector:
         leaves a count out."""
         if self.mode == "none":
             return True
-        leaves = {footer.schema.column(c).path: c for c in range(footer.num_columns)}
+        leaves = footer_leaves(footer)
         counts = []
         for f in self.fields:
+            leaf = leaves.get(f.name)
+            if leaf is None:
+                return False
             total = 0
             for g in range(footer.num_row_groups):
-                leaf = leaves.get(f.name)
-                stats = None if leaf is None else footer.row_group(g).column(leaf).statistics
+                stats = footer.row_group(g).column(leaf).statistics
                 if stats is None or not stats.has_null_count:
                     return False
                 total += stats.null_count
@@ -139,7 +141,7 @@ class StatsCollector:
         return SimpleStats.of(mins, maxs, self._nulls, types), self._only
 
     def _read_footer(self, footer: pq.FileMetaData) -> None:
-        leaves = {footer.schema.column(c).path: c for c in range(footer.num_columns)}
+        leaves = footer_leaves(footer)
         groups = [footer.row_group(g) for g in range(footer.num_row_groups)]
         for i, f in enumerate(self.fields):
             if not isinstance(f.type, T.AtomicType) or i in self._computed:
@@ -153,6 +155,11 @@ class StatsCollector:
             if isinstance(low, float) and (math.isnan(low) or math.isnan(high)):
                 continue
             self._widen(i, low, high)
+
+
+def footer_leaves(footer: pq.FileMetaData) -> dict[str, int]:
+    """The index of each leaf column of a Parquet footer, by its dotted path."""
+    return {footer.schema.column(c).path: c for c in range(footer.num_columns)}
 
 
 def _footer_bounds(groups: list[Any], leaf: int) -> tuple[Any, Any]:

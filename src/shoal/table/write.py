@@ -24,7 +24,7 @@ from shoal.io import parallel_map
 from shoal.spec import binary_row
 from shoal.spec import types as T
 from shoal.spec.data_file import FILE_SOURCE_APPEND, DataFileMeta
-from shoal.spec.stats import EMPTY_STATS
+from shoal.spec.stats import EMPTY_STATS, SimpleStats
 from shoal.table import kv
 from shoal.table.bucket import assign_buckets
 from shoal.table.conform import conform, to_batches
@@ -169,42 +169,41 @@ class RollingFileWriter:
         self._sink.close()
         # The footer of the file just written holds the bounds of most columns.
         footer = self._writer.writer.metadata
-        stats, stats_cols = self._stats.result(footer)
+        stats = self._stats.result(footer)
         if self.layout is not None:
             assert self._key_stats is not None
             assert self._sequences is not None
             key_types = self.layout.key_types
-            min_key = binary_row.serialize(self._first_key, key_types)
-            max_key = binary_row.serialize(self._last_key, key_types)
-            key_stats = self._key_stats.result(footer)[0]
-            first, last = self._sequences
-            deletes = self._deletes
-        else:
-            min_key = max_key = binary_row.EMPTY_ROW
-            key_stats = EMPTY_STATS
-            first = self._next_sequence
-            last = first + self._rows - 1
-            self._next_sequence += self._rows
-            deletes = 0
-        self._files.append(
-            DataFileMeta(
+            meta = DataFileMeta(
                 file_name=self._name,
                 file_size=size,
                 row_count=self._rows,
-                min_key=min_key,
-                max_key=max_key,
-                key_stats=key_stats,
-                value_stats=stats,
-                min_sequence_number=first,
-                max_sequence_number=last,
+                min_key=binary_row.serialize(self._first_key, key_types),
+                max_key=binary_row.serialize(self._last_key, key_types),
+                key_stats=self._key_stats.result(footer)[0],
+                value_stats=stats[0],
+                min_sequence_number=self._sequences[0],
+                max_sequence_number=self._sequences[1],
                 schema_id=self.store.schema.id,
                 level=self.level,
                 creation_time=now_millis(),
-                delete_row_count=deletes,
+                delete_row_count=self._deletes,
                 file_source=self.file_source,
-                value_stats_cols=stats_cols,
+                value_stats_cols=stats[1],
             )
-        )
+        else:
+            meta = append_file_meta(
+                self.store,
+                self._name,
+                size,
+                self._rows,
+                stats,
+                first_sequence=self._next_sequence,
+                level=self.level,
+                file_source=self.file_source,
+            )
+            self._next_sequence += self._rows
+        self._files.append(meta)
         self._writer, self._sink, self._stats = None, None, None
         self._rows = self._bytes = 0
 
@@ -218,6 +217,40 @@ class RollingFileWriter:
             self._writer.close()
             self._sink.close()
             self._writer = None
+
+
+def append_file_meta(
+    store: FileStore,
+    name: str,
+    size: int,
+    rows: int,
+    stats: tuple[SimpleStats, tuple[str, ...] | None],
+    *,
+    first_sequence: int = 0,
+    level: int = 0,
+    file_source: int = FILE_SOURCE_APPEND,
+) -> DataFileMeta:
+    """The description of a data file of an append table (no keys): its value
+    statistics and ``_VALUE_STATS_COLS`` in ``stats``, its rows numbered from
+    ``first_sequence``."""
+    value_stats, stats_cols = stats
+    return DataFileMeta(
+        file_name=name,
+        file_size=size,
+        row_count=rows,
+        min_key=binary_row.EMPTY_ROW,
+        max_key=binary_row.EMPTY_ROW,
+        key_stats=EMPTY_STATS,
+        value_stats=value_stats,
+        min_sequence_number=first_sequence,
+        max_sequence_number=first_sequence + rows - 1,
+        schema_id=store.schema.id,
+        level=level,
+        creation_time=now_millis(),
+        delete_row_count=0,
+        file_source=file_source,
+        value_stats_cols=stats_cols,
+    )
 
 
 def write_all(writer: RollingFileWriter, tables: Iterable[pa.Table]) -> list[DataFileMeta]:
