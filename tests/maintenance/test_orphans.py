@@ -454,12 +454,12 @@ def test_a_snapshot_expiring_while_being_read_is_skipped(tmp_path: Path) -> None
         os.unlink(store.paths.manifest_path(name))
     fresh = shoal.open_table(t.path)._store
     candidates = {os.path.basename(p) for p in _all_files(t.path)}
-    used = orphans.used_names(fresh, roots, candidates)
+    used = orphans.used_names(fresh, roots, candidates, candidates)
     assert manifests <= used  # still reached through snapshot 2
     # The same loss under a snapshot that is still there aborts.
     os.unlink(store.paths.manifest_path(store.snapshots.snapshot(2).delta_manifest_list))
     with pytest.raises(shoal.CorruptMetadataError):
-        orphans.used_names(shoal.open_table(t.path)._store, roots, candidates)
+        orphans.used_names(shoal.open_table(t.path)._store, roots, candidates, candidates)
 
 
 # --- the whole picture, at random ------------------------------------------------------------

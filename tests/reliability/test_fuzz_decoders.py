@@ -31,6 +31,7 @@ from shoal.errors import CorruptMetadataError
 from shoal.spec import binary_row
 from shoal.spec import manifest as M
 from shoal.spec import types as T
+from shoal.spec.avro_strings import StringFinder
 from shoal.spec.data_file import is_file_name
 from shoal.spec.jsonfmt import LONG_MAX, LONG_MIN
 from shoal.spec.schema import TableSchema
@@ -81,6 +82,8 @@ class Seeds:
     tags: list[bytes]
     manifests: list[bytes]
     lists: list[bytes]
+    finder: StringFinder  # of the file names the manifests hold, and others
+    list_reader: M.ListNameReader  # has read every list
 
     def __repr__(self) -> str:  # failing examples show the damaged bytes, not every seed
         return "Seeds(...)"
@@ -97,7 +100,20 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> Seeds:
             kind = "list" if path.name.startswith("manifest-list-") else "man"
             files[kind].append(path.read_bytes())
     assert all(files.values()), {k: len(v) for k, v in files.items()}
-    return Seeds(files["snapshot"], files["schema"], files["tag"], files["man"], files["list"])
+    named = {n for data in files["man"] for n in M.manifest_file_names(data)}
+    finder = StringFinder([*named, "data-0-0.parquet", "x"])
+    reader = M.ListNameReader()
+    for data in files["list"]:
+        reader.names(data)
+    return Seeds(
+        files["snapshot"],
+        files["schema"],
+        files["tag"],
+        files["man"],
+        files["list"],
+        finder,
+        reader,
+    )
 
 
 # --- damage ------------------------------------------------------------------------------------
@@ -274,28 +290,38 @@ def check_names(names: list[str]) -> None:
 @dataclass(frozen=True)
 class Decoder:
     seeds: Callable[[Seeds], list[bytes]]
-    decode: Callable[[bytes], Any]
+    decode: Callable[[bytes, Seeds], Any]
     check: Callable[[Any], None]
     is_json: bool = False
 
 
 DECODERS: dict[str, Decoder] = {
     "snapshot": Decoder(
-        lambda s: s.snapshots, lambda b: Snapshot.from_json(b, PATH), check_snapshot, True
+        lambda s: s.snapshots, lambda b, _: Snapshot.from_json(b, PATH), check_snapshot, True
     ),
     "schema": Decoder(
-        lambda s: s.schemas, lambda b: TableSchema.from_json(b, PATH), check_schema, True
+        lambda s: s.schemas, lambda b, _: TableSchema.from_json(b, PATH), check_schema, True
     ),
-    "tag": Decoder(lambda s: s.tags, lambda b: decode_tag("t", b, PATH), check_tag, True),
-    "manifest": Decoder(lambda s: s.manifests, lambda b: M.decode_manifest(b, PATH), check_entries),
+    "tag": Decoder(lambda s: s.tags, lambda b, _: decode_tag("t", b, PATH), check_tag, True),
+    "manifest": Decoder(
+        lambda s: s.manifests, lambda b, _: M.decode_manifest(b, PATH), check_entries
+    ),
     "manifest-list": Decoder(
-        lambda s: s.lists, lambda b: M.decode_manifest_list(b, PATH), check_metas
+        lambda s: s.lists, lambda b, _: M.decode_manifest_list(b, PATH), check_metas
     ),
     "manifest-names": Decoder(
-        lambda s: s.manifests, lambda b: M.manifest_file_names(b, PATH), check_names
+        lambda s: s.manifests, lambda b, _: M.manifest_file_names(b, PATH), check_names
     ),
     "manifest-list-names": Decoder(
-        lambda s: s.lists, lambda b: M.manifest_list_file_names(b, PATH), check_names
+        lambda s: s.lists, lambda b, _: M.manifest_list_file_names(b, PATH), check_names
+    ),
+    "manifest-names-among": Decoder(
+        lambda s: s.manifests,
+        lambda b, s: sorted(M.manifest_names_among(b, s.finder, PATH)),
+        check_names,
+    ),
+    "manifest-list-names-reused": Decoder(
+        lambda s: s.lists, lambda b, s: s.list_reader.names(b, PATH), check_names
     ),
 }
 
@@ -305,7 +331,7 @@ def fuzz(name: str, seeds: Seeds, data: st.DataObject) -> None:
     sample = decoder.seeds(seeds)
     damage = data.draw(any_damage(sample, is_json=decoder.is_json), label="bytes")
     try:
-        value = decoder.decode(damage)
+        value = decoder.decode(damage, seeds)
     except CorruptMetadataError as exc:
         error = exc
     else:
@@ -319,7 +345,7 @@ def test_seeds_decode(seeds: Seeds) -> None:
     """The undamaged files decode and pass the checks, so the checks can tell."""
     for decoder in DECODERS.values():
         for seed in decoder.seeds(seeds):
-            decoder.check(decoder.decode(seed))
+            decoder.check(decoder.decode(seed, seeds))
 
 
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]

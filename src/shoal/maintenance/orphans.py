@@ -6,8 +6,8 @@ rollback removed, or of an expiration that stopped half-way. A run
 
 1. lists the directories cleanup owns: stray files in ``snapshot/`` (anything but
    snapshot files and hints, such as the temporary files of atomic writes),
-   ``manifest/``, ``index/``, ``statistics/`` and every bucket directory (the bucket
-   directories while step 2 reads the roots and their manifest lists);
+   ``manifest/``, ``index/``, ``statistics/`` and every bucket directory (while step 2
+   reads the roots and their manifest lists);
 2. reads every root (snapshots, then tags, then changelogs and branches) and collects
    the names they reach: manifest lists, the manifests in them, the index manifest,
    the statistics file, and the data file and extra files of every manifest entry, ADD
@@ -54,6 +54,8 @@ from shoal.errors import (
     SnapshotNotFoundError,
 )
 from shoal.io import DeleteError, FileIO, FileStatus, in_background, io_map
+from shoal.spec.avro_strings import StringFinder
+from shoal.spec.manifest import ListNameReader
 from shoal.spec.snapshot import Snapshot
 from shoal.table.paths import BUCKET_PREFIX, SNAPSHOT_PREFIX, PathFactory
 from shoal.table.snapshot_manager import EARLIEST, LATEST, SnapshotManager
@@ -246,20 +248,23 @@ def _branch_paths(store: FileStore) -> list[PathFactory]:
     ]
 
 
-def manifest_list_names(roots: Iterable[Snapshot]) -> set[str]:
-    """The base, delta and changelog manifest lists of ``roots``."""
-    out: set[str] = set()
+def manifest_list_names(roots: Iterable[Snapshot]) -> list[str]:
+    """The base, delta and changelog manifest lists of ``roots``, each once, in the
+    order of ``roots`` (in which consecutive base lists extend one another: see
+    :class:`~shoal.spec.manifest.ListNameReader`)."""
+    out: dict[str, None] = {}
     for root in roots:
-        out.update((root.base_manifest_list, root.delta_manifest_list))
+        out[root.base_manifest_list] = None
+        out[root.delta_manifest_list] = None
         if root.changelog_manifest_list:
-            out.add(root.changelog_manifest_list)
-    return out
+            out[root.changelog_manifest_list] = None
+    return list(out)
 
 
 def root_file_names(roots: Sequence[Snapshot]) -> set[str]:
     """The metadata files the snapshot JSON of ``roots`` names directly: manifest lists,
     index manifests and statistics files."""
-    out = manifest_list_names(roots)
+    out = set(manifest_list_names(roots))
     for root in roots:
         out.update(n for n in (root.index_manifest, root.statistics) if n)
     return out
@@ -269,8 +274,10 @@ def manifests_named_by(store: FileStore, list_names: Iterable[str]) -> set[str]:
     """Every manifest that the manifest lists ``list_names`` name. A list that a root
     still references and that cannot be read raises CorruptMetadataError."""
 
+    reader = ListNameReader()
+
     def read(name: str) -> list[str] | None:
-        return _read_referenced(store, name, lambda n: _manifest_names(store, n))
+        return _read_referenced(store, name, lambda n: store.manifests.list_file_names(n, reader))
 
     return {n for names in _map_reads(store, read, list_names) if names for n in names}
 
@@ -279,11 +286,13 @@ def files_named_by(
     store: FileStore, manifest_names: Iterable[str], keep: Set[str] | None
 ) -> set[str]:
     """The data files and extra files that the manifests ``manifest_names`` name, ADD
-    and DELETE entries alike, restricted to ``keep`` (None: every name). A manifest
+    and DELETE entries alike, restricted to ``keep`` (None: every name; given, the
+    manifests are searched for these names rather than decoded whole). A manifest
     that a root still references and that cannot be read raises CorruptMetadataError."""
+    entry_names = _entry_file_names(store) if keep is None else _entry_names_among(store, keep)
 
-    def read(name: str) -> set[str] | None:
-        return _read_referenced(store, name, lambda n: _entry_file_names(store, n, keep))
+    def read(name: str) -> Iterable[str] | None:
+        return _read_referenced(store, name, entry_names)
 
     return {n for names in _map_reads(store, read, manifest_names) if names for n in names}
 
@@ -291,16 +300,19 @@ def files_named_by(
 def used_names(
     store: FileStore,
     roots: Sequence[Snapshot],
-    candidates: Set[str],
+    metadata: Set[str],
+    data: Set[str],
     manifests: Set[str] | None = None,
 ) -> set[str]:
-    """The names in ``candidates`` that some root in ``roots`` reaches; ``manifests``,
-    when given, are the manifests the roots' manifest lists name (read already)."""
-    used = root_file_names(roots) & candidates
+    """The names of candidates that some root in ``roots`` reaches: ``metadata`` holds
+    the candidates of the metadata directories, ``data`` those of the bucket
+    directories; ``manifests``, when given, are the manifests the roots' manifest lists
+    name (read already)."""
+    used = root_file_names(roots) & metadata
     if manifests is None:
         manifests = manifests_named_by(store, manifest_list_names(roots))
-    used |= manifests & candidates
-    used |= files_named_by(store, manifests, candidates)
+    used |= manifests & metadata
+    used |= files_named_by(store, manifests, data)
     return used
 
 
@@ -308,9 +320,13 @@ def _manifest_names(store: FileStore, list_name: str) -> list[str]:
     return store.manifests.list_file_names(list_name)
 
 
-def _entry_file_names(store: FileStore, manifest_name: str, keep: Set[str] | None) -> set[str]:
-    names = store.manifests.manifest_file_names(manifest_name)
-    return set(names) if keep is None else {n for n in names if n in keep}
+def _entry_file_names(store: FileStore) -> Callable[[str], list[str]]:
+    return store.manifests.manifest_file_names
+
+
+def _entry_names_among(store: FileStore, keep: Set[str]) -> Callable[[str], set[str]]:
+    finder = StringFinder(keep)
+    return lambda manifest_name: store.manifests.manifest_names_among(manifest_name, finder)
 
 
 def _read_referenced(store: FileStore, name: str, read: Callable[[str], R]) -> R | None:
@@ -478,19 +494,19 @@ def remove_orphan_files(
     that a root references cannot be read; nothing is deleted then.
     """
     threshold = threshold_millis(older_than, now)
-    # The bucket directories are listed while the roots and their manifest lists are
-    # read: the listing waits on the filesystem, the reading on the CPU. Whatever the
-    # order, a file the roots do not name yet is protected by the threshold, fixed
-    # before either starts.
-    with in_background(lambda: _list_data(store)) as data_listing:
-        metadata_files = _list_metadata(store)
+    # The directories are listed while the roots and their manifest lists are read:
+    # the listing waits on the filesystem, the reading on the CPU. Whatever the order,
+    # a file the roots do not name yet is protected by the threshold, fixed before
+    # either starts.
+    with in_background(lambda: (_list_metadata(store), _list_data(store))) as listed:
         roots = table_roots(store)
         manifests = manifests_named_by(store, manifest_list_names(roots))
-        listing = data_listing.result()
+        metadata_files, listing = listed.result()
     files = metadata_files + listing.files
     check_modification_times(files)
-    candidates = {file_name(f.path) for f in files if f.mtime_ms < threshold}
-    used = used_names(store, roots, candidates, manifests)
+    metadata_candidates = _old_names(metadata_files, threshold)
+    data_candidates = _old_names(listing.files, threshold)
+    used = used_names(store, roots, metadata_candidates, data_candidates, manifests)
     orphans = choose_orphans(
         files, used, threshold, protected_dirs=protected_directories(store, roots)
     )
@@ -514,10 +530,14 @@ def remove_orphan_files(
         "would delete" if dry_run else "deleted",
         result.deleted_count,
         result.deleted_bytes,
-        len(candidates),
+        len(metadata_candidates) + len(data_candidates),
         len(removed),
     )
     return result
+
+
+def _old_names(files: Iterable[FileStatus], threshold_ms: int) -> set[str]:
+    return {file_name(f.path) for f in files if f.mtime_ms < threshold_ms}
 
 
 def _delete_in_batches(file_io: FileIO, files: list[FileStatus]) -> list[FileStatus]:

@@ -14,19 +14,13 @@ import json
 import os
 import struct
 import threading
-import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import fastavro
 
-from shoal.spec import avro_compiled
-
-try:  # Python 3.14 has zstd in the standard library
-    from compression import zstd  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - older Pythons use the backport
-    from backports import zstd
+from shoal.spec import avro_compiled, block_codecs
 
 MAGIC = b"Obj\x01"
 SYNC_SIZE = 16
@@ -61,40 +55,21 @@ def read_records(
     ``keep`` names the fields to build (nested mappings for nested records, None for a
     whole value; see :data:`shoal.spec.avro_compiled.Projection`); the others are
     read past. Records may hold more than ``keep`` names."""
-    if data[:4] != MAGIC:
-        raise ValueError("not an Avro object container file (bad magic)")
-    meta, pos = _header(data)
-    codec = meta.get("avro.codec", b"null")
-    if codec not in (b"null", b"deflate", b"zstandard"):
+    container = read_blocks(data)
+    if container is None:
         return _accepted(list(fastavro.reader(io.BytesIO(data))), where)  # type: ignore[arg-type]
-    decode = _decoder(meta["avro.schema"], keep)
-    probe = None if where is None or decode is None else _decoder(meta["avro.schema"], where.fields)
-    schema = _schema(meta["avro.schema"]) if decode is None else None
-    sync = data[pos : pos + SYNC_SIZE]
-    pos += SYNC_SIZE
+    text, blocks = container
+    decode = decoder(text, keep)
+    probe = None if where is None or decode is None else decoder(text, where.fields)
+    schema = _schema(text) if decode is None else None
     records: list[dict[str, Any]] = []
-    while pos < len(data):
-        count, pos = _long(data, pos)
-        size, pos = _long(data, pos)
-        if count < 0 or not 0 <= size <= len(data) - pos:
-            raise ValueError("Avro block header is out of range")
-        block = data[pos : pos + size]
-        pos += size
-        if data[pos : pos + SYNC_SIZE] != sync:
-            raise ValueError("Avro block does not end with the file's sync marker")
-        pos += SYNC_SIZE
-        if codec == b"zstandard":
-            block = zstd.decompress(block)
-        elif codec == b"deflate":
-            block = zlib.decompress(block, -15)
-        if count > len(block):  # every record of a manifest takes at least one byte
-            raise ValueError(f"Avro block claims {count} records in {len(block)} bytes")
+    for count, block in blocks:
         if decode is not None and probe is not None:
             assert where is not None
             records.extend(_decode_block_where(decode, probe, where.accept, block, count))
             continue
         if decode is not None:
-            records.extend(_accepted(_decode_block(decode, block, count), where))
+            records.extend(_accepted(decode_block(decode, block, count), where))
             continue
         buffer = io.BytesIO(block)
         assert schema is not None
@@ -105,13 +80,49 @@ def read_records(
     return records
 
 
+def read_blocks(data: bytes) -> tuple[bytes, list[tuple[int, bytes]]] | None:
+    """The writer's schema (its JSON text) and the blocks, decompressed, of a container
+    file, each with its count of records; None for a codec shoal leaves to
+    ``fastavro``. Raises ValueError on bytes that are not a container file."""
+    if data[:4] != MAGIC:
+        raise ValueError("not an Avro object container file (bad magic)")
+    meta, pos = _header(data)
+    if "avro.schema" not in meta:
+        raise ValueError("Avro header holds no schema")
+    codec = meta.get("avro.codec", b"null").decode()
+    if codec not in block_codecs.CODECS:
+        return None
+    sync = data[pos : pos + SYNC_SIZE]
+    pos += SYNC_SIZE
+    blocks = []
+    while pos < len(data):
+        count, pos = _long(data, pos)
+        size, pos = _long(data, pos)
+        if count < 0 or not 0 <= size <= len(data) - pos:
+            raise ValueError("Avro block header is out of range")
+        block = data[pos : pos + size]
+        pos += size
+        if data[pos : pos + SYNC_SIZE] != sync:
+            raise ValueError("Avro block does not end with the file's sync marker")
+        pos += SYNC_SIZE
+        block = block_codecs.decompress(codec, block)
+        if count > len(block):  # every record of a manifest takes at least one byte
+            raise ValueError(f"Avro block claims {count} records in {len(block)} bytes")
+        blocks.append((count, block))
+    return meta["avro.schema"], blocks
+
+
 def _accepted(records: list[dict[str, Any]], where: Where | None) -> list[dict[str, Any]]:
     return records if where is None else [r for r in records if where.accept(r)]
 
 
-def _decode_block(decode: avro_compiled.Decoder, block: bytes, count: int) -> list[Any]:
+def decode_block(
+    decode: avro_compiled.Decoder, block: bytes, count: int, start: int = 0
+) -> list[Any]:
+    """The ``count`` records of ``block`` from position ``start`` on, which must end
+    where the block does. Raises ValueError."""
     out = []
-    pos = 0
+    pos = start
     try:
         for _ in range(count):
             record, pos = decode(block, pos)
@@ -174,12 +185,7 @@ def write_records(schema: dict[str, Any], records: Iterable[Any], codec: str) ->
 
 
 def _write_block(out: bytearray, block: bytearray, count: int, codec: str, sync: bytes) -> None:
-    data: bytes = bytes(block)
-    if codec == "zstandard":
-        data = zstd.compress(data)
-    elif codec == "deflate":
-        compressor = zlib.compressobj(wbits=-15)
-        data = compressor.compress(data) + compressor.flush()
+    data = block_codecs.compress(codec, bytes(block))
     avro_compiled.write_long(out, count)
     avro_compiled.write_long(out, len(data))
     out += data
@@ -199,7 +205,7 @@ def _writer(schema: dict[str, Any], codec: str) -> tuple[bytes, avro_compiled.En
     if cached is not None and cached[0] is schema:
         return cached[1]
     writer: tuple[bytes, avro_compiled.Encoder] | None = None
-    if codec in ("null", "deflate", "zstandard"):
+    if codec in block_codecs.CODECS:
         try:
             encode = avro_compiled.compile_encoder(schema)
         except avro_compiled.UnsupportedSchemaError:
@@ -210,7 +216,7 @@ def _writer(schema: dict[str, Any], codec: str) -> tuple[bytes, avro_compiled.En
             fastavro.writer(empty, fastavro.parse_schema(schema), [], codec=codec)
             meta, _ = _header(empty.getvalue())
             # Files written with this header are read back with the same schema.
-            _decoder(meta["avro.schema"])
+            decoder(meta["avro.schema"])
             header = bytearray(MAGIC)
             avro_compiled.write_long(header, len(meta))
             for name, value in meta.items():
@@ -229,7 +235,9 @@ def prepare(schema: dict[str, Any], codec: str = "zstandard") -> None:
     _writer(schema, codec)
 
 
-def _decoder(text: bytes, keep: Mapping[str, Any] | None = None) -> avro_compiled.Decoder | None:
+def decoder(text: bytes, keep: Mapping[str, Any] | None = None) -> avro_compiled.Decoder | None:
+    """The compiled decoder of one record of the schema ``text`` (JSON) building the
+    fields ``keep`` names; None when the schema is one the compiled codecs leave out."""
     # Callers mostly pass module-level projections: find those by identity first (the
     # projection is kept in the value, so its id cannot be reused meanwhile).
     known = _DECODERS_BY_ID.get((text, id(keep)))

@@ -7,14 +7,17 @@ the constant ``_VERSION`` (2), which is a format identifier, not a counter.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from shoal.errors import CorruptMetadataError
-from shoal.spec import avro_container, data_file
+from shoal.spec import avro_container, avro_strings, data_file
 from shoal.spec import stats as S
+from shoal.spec.avro_compiled import Decoder
 from shoal.spec.avro_container import Where, read_records, write_records
+from shoal.spec.avro_strings import StringFinder
 from shoal.spec.data_file import DataFileMeta, is_file_name
 from shoal.spec.frozen import constructor
 from shoal.spec.jsonfmt import short
@@ -223,10 +226,109 @@ def manifest_list_file_names(data: bytes, path: str = "<manifest list>") -> list
     return _decode(data, path, _list_entry_name, _LIST_ENTRY_NAME)
 
 
+class ListNameReader:
+    """Reads the manifest names of many manifest lists, decoding each record once.
+
+    A table's base manifest lists mostly extend one another: the next snapshot's base
+    list holds this one's records, byte for byte, followed by its delta list's. So a
+    block whose bytes begin with a block read already (of the same schema) takes that
+    block's names and decodes only the records after it. Blocks are matched by their
+    first bytes, and for each start the block read last is kept (of the last
+    :data:`MAX_KNOWN` starts): read in snapshot order, that is the previous base list.
+    Safe to share between threads."""
+
+    KEY_BYTES = 64  # the start of a block's first record: its version and name
+    MAX_KNOWN = 64  # blocks kept, the last read
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[bytes, bytes], tuple[bytes, int, list[str]]] = {}
+        self._lock = threading.Lock()
+
+    def names(self, data: bytes, path: str = "<manifest list>") -> list[str]:
+        """The manifest names the list ``data`` holds, as
+        :func:`manifest_list_file_names` reads them. Raises CorruptMetadataError
+        naming ``path``."""
+        try:
+            container = avro_container.read_blocks(data)
+            decode = (
+                None
+                if container is None
+                else avro_container.decoder(container[0], _LIST_ENTRY_NAME)
+            )
+        except Exception as exc:  # the decoders raise many types for damaged bytes
+            raise CorruptMetadataError(path, f"not an Avro manifest file: {short(exc)}") from None
+        if container is None or decode is None:
+            return manifest_list_file_names(data, path)
+        schema, blocks = container
+        return [
+            n for count, block in blocks for n in self._block(schema, decode, block, count, path)
+        ]
+
+    def _block(
+        self, schema: bytes, decode: Decoder, block: bytes, count: int, path: str
+    ) -> list[str]:
+        key = (schema, block[: self.KEY_BYTES])
+        with self._lock:
+            known = self._known.get(key)
+        names: list[str] = []
+        start = 0
+        if known is not None and known[1] <= count and block.startswith(known[0]):
+            start, names = len(known[0]), known[2]
+        try:
+            records = avro_container.decode_block(decode, block, count - len(names), start)
+        except Exception as exc:
+            raise CorruptMetadataError(path, f"not an Avro manifest file: {short(exc)}") from None
+        names = names + _built(records, path, _list_entry_name)
+        with self._lock:
+            self._known.pop(key, None)
+            self._known[key] = (block, count, names)
+            if len(self._known) > self.MAX_KNOWN:
+                del self._known[next(iter(self._known))]
+        return names
+
+
 def manifest_file_names(data: bytes, path: str = "<manifest>") -> list[str]:
     """The data file names and extra file names a manifest's entries name. Raises
     CorruptMetadataError naming ``path``."""
     return [name for names in _decode(data, path, _entry_names, _ENTRY_NAMES) for name in names]
+
+
+def manifest_names_among(data: bytes, finder: StringFinder, path: str = "<manifest>") -> set[str]:
+    """The names of ``finder``'s set that a manifest's entries name (data files and
+    extra files, ADD and DELETE alike), without decoding every entry: the first entry
+    of each block is decoded and checked as every read checks it, and must show the
+    lengths written as :class:`StringFinder` reads them; the rest of the block is
+    searched. No name the entries hold is left out; a name may rarely be found in
+    another value of the entries (see :class:`StringFinder`). A manifest that shows
+    otherwise is decoded whole. Raises CorruptMetadataError naming ``path``."""
+    try:
+        blocks = _blocks_and_first_records(data)
+    except Exception as exc:  # the decoders raise many types for damaged bytes
+        raise CorruptMetadataError(path, f"not an Avro manifest file: {short(exc)}") from None
+    if blocks is None:
+        return finder.among(manifest_file_names(data, path))
+    found: set[str] = set()
+    for block, names in zip(blocks[0], _built(blocks[1], path, _entry_names), strict=True):
+        if not all(avro_strings.encoded(name) in block for name in names):
+            return finder.among(manifest_file_names(data, path))
+        found |= finder.find(block)
+    return found
+
+
+def _blocks_and_first_records(
+    data: bytes,
+) -> tuple[list[bytes], list[dict[str, Any]]] | None:
+    """The blocks of a manifest holding records, and the first record of each (its
+    names); None for a manifest the compiled decoders leave to ``fastavro``."""
+    container = avro_container.read_blocks(data)
+    if container is None:
+        return None
+    schema, blocks = container
+    decode = avro_container.decoder(schema, _ENTRY_NAMES)
+    if decode is None:
+        return None
+    kept = [block for count, block in blocks if count]
+    return kept, [decode(block, 0)[0] for block in kept]
 
 
 T = TypeVar("T")
@@ -247,6 +349,14 @@ def _decode(
         records = read_records(data, keep, where)
     except Exception as exc:  # the decoders raise many types for damaged bytes
         raise CorruptMetadataError(path, f"not an Avro manifest file: {short(exc)}") from None
+    return _built(records, path, build)
+
+
+def _built(
+    records: list[dict[str, Any]], path: str, build: Callable[[dict[str, Any]], T]
+) -> list[T]:
+    """``build`` over ``records`` of the manifest file at ``path``, reporting a record
+    that is not one of the format as CorruptMetadataError."""
     try:
         return [build(r) for r in records]
     except KeyError as exc:

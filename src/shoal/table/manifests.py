@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any
 
 from shoal.errors import CorruptMetadataError
@@ -17,6 +17,7 @@ from shoal.io import FileIO, parallel_map
 from shoal.spec import binary_row
 from shoal.spec import manifest as M
 from shoal.spec import types as T
+from shoal.spec.avro_strings import StringFinder
 from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
 from shoal.spec.stats import SimpleStats
 from shoal.table.paths import PathFactory
@@ -140,20 +141,31 @@ class ManifestStore:
             if problem is not None:
                 raise CorruptMetadataError(path, f"a partition value cannot be read ({problem})")
 
-    def list_file_names(self, name: str) -> list[str]:
+    def list_file_names(self, name: str, reader: M.ListNameReader | None = None) -> list[str]:
         """The manifests a manifest list names (decoding only the names when the list
-        is not cached)."""
+        is not cached; with ``reader``, only the records it has not met before)."""
         cached = self._lists.get(name)
         if cached is not None:
             return [m.file_name for m in cached]
-        return self._decode_names(name, M.manifest_list_file_names)
+        return self._decode_names(
+            name, M.manifest_list_file_names if reader is None else reader.names
+        )
 
     def manifest_file_names(self, name: str) -> list[str]:
         """The data and extra files a manifest's entries name, ADD and DELETE alike."""
         cached = self._entries.get(name)
         if cached is not None:
-            return [n for e in cached for n in (e.file.file_name, *e.file.extra_files)]
+            return list(_file_names(cached))
         return self._decode_names(name, M.manifest_file_names)
+
+    def manifest_names_among(self, name: str, finder: StringFinder) -> set[str]:
+        """The names of ``finder``'s set that a manifest's entries name, ADD and DELETE
+        alike (found by :func:`shoal.spec.manifest.manifest_names_among` when the
+        manifest is not cached)."""
+        cached = self._entries.get(name)
+        if cached is not None:
+            return finder.among(_file_names(cached))
+        return M.manifest_names_among(self._read(name), finder, self.paths.manifest_path(name))
 
     def _decode_names(self, name: str, decode: Callable[[bytes, str], list[str]]) -> list[str]:
         return decode(self._read(name), self.paths.manifest_path(name))
@@ -265,3 +277,10 @@ class ManifestStore:
         """
         for name in names:
             self.file_io.delete(self.paths.manifest_path(name))
+
+
+def _file_names(entries: Iterable[ManifestEntry]) -> Iterator[str]:
+    """The data file and extra file names of ``entries``."""
+    for entry in entries:
+        yield entry.file.file_name
+        yield from entry.file.extra_files
