@@ -12,8 +12,10 @@ rollback removed, or of an expiration that stopped half-way. A run
    the names they reach: manifest lists, the manifests in them, the index manifest,
    the statistics file, and the data file and extra files of every manifest entry, ADD
    and DELETE alike (a DELETE entry in the history still names a file a reader of an
-   older snapshot needs). Only names that are also candidates are kept, so memory
-   follows the candidates, not the length of the history;
+   older snapshot needs). Manifests are searched for the candidates' names rather
+   than decoded whole (:class:`~shoal.spec.avro_strings.StringFinder`). Only names
+   that are also candidates are kept, so memory follows the candidates, not the length
+   of the history;
 3. deletes the candidates older than the threshold that nothing reaches;
 4. removes the bucket and partition directories left empty.
 
@@ -289,7 +291,9 @@ def files_named_by(
     and DELETE entries alike, restricted to ``keep`` (None: every name; given, the
     manifests are searched for these names rather than decoded whole). A manifest
     that a root still references and that cannot be read raises CorruptMetadataError."""
-    entry_names = _entry_file_names(store) if keep is None else _entry_names_among(store, keep)
+    entry_names: Callable[[str], Iterable[str]] = (
+        store.manifests.manifest_file_names if keep is None else _entry_names_among(store, keep)
+    )
 
     def read(name: str) -> Iterable[str] | None:
         return _read_referenced(store, name, entry_names)
@@ -318,10 +322,6 @@ def used_names(
 
 def _manifest_names(store: FileStore, list_name: str) -> list[str]:
     return store.manifests.list_file_names(list_name)
-
-
-def _entry_file_names(store: FileStore) -> Callable[[str], list[str]]:
-    return store.manifests.manifest_file_names
 
 
 def _entry_names_among(store: FileStore, keep: Set[str]) -> Callable[[str], set[str]]:
