@@ -7,7 +7,7 @@ import io
 import fastavro
 import pytest
 
-from shoal.spec.avro_container import read_records
+from shoal.spec.avro_container import _header, read_records
 
 SCHEMA = fastavro.parse_schema(
     {
@@ -50,3 +50,14 @@ def test_damaged_files_raise(cut: int) -> None:
     data = _file("zstandard", 200)
     with pytest.raises(Exception):  # noqa: B017, PT011 - ValueError or a decoder's own error
         read_records(data[:cut])
+
+
+def test_files_sharing_a_header_read_alike_and_others_are_not_mistaken_for_them() -> None:
+    first, second = _file("zstandard", 30), _file("zstandard", 31)
+    other = io.BytesIO()
+    fastavro.writer(other, fastavro.parse_schema({"type": "long"}), [1, 2, 3], codec="null")
+    for data in (first, other.getvalue(), second, first, other.getvalue()):
+        assert read_records(data) == list(fastavro.reader(io.BytesIO(data)))
+    _, position = _header(first)
+    with pytest.raises(ValueError, match="block"):
+        read_records(first[:position] + b"\x00" * 16 + b"\x02\x7f")

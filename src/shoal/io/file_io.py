@@ -243,6 +243,23 @@ class LocalFileIO(FileIO):
             return False
         return True
 
+    def delete_many(self, paths: Sequence[str]) -> int:
+        # FileIO.delete_many's contract, in one loop: the unlinks are what it costs.
+        failed: dict[str, str] = {}
+        deleted = 0
+        for path in paths:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                failed[path] = str(exc)
+                continue
+            deleted += 1
+        if failed:
+            raise DeleteError(failed, deleted)
+        return deleted
+
     def remove_empty_dir(self, path: str) -> bool:
         try:
             os.rmdir(path)  # fails unless the directory is empty

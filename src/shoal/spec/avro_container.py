@@ -86,7 +86,7 @@ def read_blocks(data: bytes) -> tuple[bytes, list[tuple[int, bytes]]] | None:
     ``fastavro``. Raises ValueError on bytes that are not a container file."""
     if data[:4] != MAGIC:
         raise ValueError("not an Avro object container file (bad magic)")
-    meta, pos = _header(data)
+    meta, pos = _known_header(data)
     if "avro.schema" not in meta:
         raise ValueError("Avro header holds no schema")
     codec = meta.get("avro.codec", b"null").decode()
@@ -267,6 +267,24 @@ def _remember_by_id(
         if len(_DECODERS_BY_ID) >= _MAX_SCHEMAS:  # callers that build projections per call
             _DECODERS_BY_ID.clear()
         _DECODERS_BY_ID[(text, id(keep))] = (keep, decode)
+
+
+# The headers read last, byte for byte, with what they hold: the files of one writer
+# share theirs (only the sync marker after it differs), so most files skip parsing it.
+_RECENT_HEADERS: list[tuple[bytes, dict[str, bytes]]] = []
+_MAX_RECENT_HEADERS = 8
+
+
+def _known_header(data: bytes) -> tuple[dict[str, bytes], int]:
+    """:func:`_header`, from the recent headers when ``data`` begins with one."""
+    for header, meta in tuple(_RECENT_HEADERS):  # a copy: other threads insert
+        if data.startswith(header):
+            return meta, len(header)
+    meta, pos = _header(data)
+    with _LOCK:
+        _RECENT_HEADERS.insert(0, (data[:pos], meta))
+        del _RECENT_HEADERS[_MAX_RECENT_HEADERS:]
+    return meta, pos
 
 
 def _header(data: bytes) -> tuple[dict[str, bytes], int]:
