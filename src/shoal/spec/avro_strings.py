@@ -49,13 +49,10 @@ class StringFinder:
     """
 
     def __init__(self, strings: Iterable[str]) -> None:
-        self._wanted: dict[bytes, str] = {}
+        self._wanted = {value.encode(): value for value in strings}
         by_length: dict[int, list[bytes]] = defaultdict(list)
-        for value in strings:
-            data = value.encode()
-            if data not in self._wanted:
-                self._wanted[data] = value
-                by_length[len(data)].append(data)
+        for data in self._wanted:
+            by_length[len(data)].append(data)
         # (what to search for, where the string starts in it, the string's length)
         self._searches: list[tuple[bytes, int, int]] = []
         for size, values in sorted(by_length.items()):
