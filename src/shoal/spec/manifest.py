@@ -249,17 +249,12 @@ class ListNameReader:
         :func:`manifest_list_file_names` reads them. Raises CorruptMetadataError
         naming ``path``."""
         try:
-            container = avro_container.read_blocks(data)
-            decode = (
-                None
-                if container is None
-                else avro_container.decoder(container[0], _LIST_ENTRY_NAME)
-            )
+            compiled = _compiled_blocks(data, _LIST_ENTRY_NAME)
         except Exception as exc:  # the decoders raise many types for damaged bytes
-            raise CorruptMetadataError(path, f"not an Avro manifest file: {short(exc)}") from None
-        if container is None or decode is None:
+            raise _not_avro(path, exc) from None
+        if compiled is None:
             return manifest_list_file_names(data, path)
-        schema, blocks = container
+        schema, decode, blocks = compiled
         return [
             n for count, block in blocks for n in self._block(schema, decode, block, count, path)
         ]
@@ -277,7 +272,7 @@ class ListNameReader:
         try:
             records = avro_container.decode_block(decode, block, count - len(names), start)
         except Exception as exc:
-            raise CorruptMetadataError(path, f"not an Avro manifest file: {short(exc)}") from None
+            raise _not_avro(path, exc) from None
         names = names + _built(records, path, _list_entry_name)
         with self._lock:
             self._known.pop(key, None)
@@ -304,7 +299,7 @@ def manifest_names_among(data: bytes, finder: StringFinder, path: str = "<manife
     try:
         blocks = _blocks_and_first_records(data)
     except Exception as exc:  # the decoders raise many types for damaged bytes
-        raise CorruptMetadataError(path, f"not an Avro manifest file: {short(exc)}") from None
+        raise _not_avro(path, exc) from None
     if blocks is None:
         return finder.among(manifest_file_names(data, path))
     found: set[str] = set()
@@ -320,15 +315,30 @@ def _blocks_and_first_records(
 ) -> tuple[list[bytes], list[dict[str, Any]]] | None:
     """The blocks of a manifest holding records, and the first record of each (its
     names); None for a manifest the compiled decoders leave to ``fastavro``."""
+    compiled = _compiled_blocks(data, _ENTRY_NAMES)
+    if compiled is None:
+        return None
+    _, decode, blocks = compiled
+    kept = [block for count, block in blocks if count]
+    return kept, [decode(block, 0)[0] for block in kept]
+
+
+def _compiled_blocks(
+    data: bytes, keep: Mapping[str, Any]
+) -> tuple[bytes, Decoder, list[tuple[int, bytes]]] | None:
+    """The writer's schema, the compiled decoder of the fields ``keep`` names and the
+    blocks of an Avro file; None when the compiled decoders leave it to ``fastavro``.
+    Raises what the container reader raises."""
     container = avro_container.read_blocks(data)
     if container is None:
         return None
     schema, blocks = container
-    decode = avro_container.decoder(schema, _ENTRY_NAMES)
-    if decode is None:
-        return None
-    kept = [block for count, block in blocks if count]
-    return kept, [decode(block, 0)[0] for block in kept]
+    decode = avro_container.decoder(schema, keep)
+    return None if decode is None else (schema, decode, blocks)
+
+
+def _not_avro(path: str, exc: Exception) -> CorruptMetadataError:
+    return CorruptMetadataError(path, f"not an Avro manifest file: {short(exc)}")
 
 
 T = TypeVar("T")
@@ -348,7 +358,7 @@ def _decode(
     try:
         records = read_records(data, keep, where)
     except Exception as exc:  # the decoders raise many types for damaged bytes
-        raise CorruptMetadataError(path, f"not an Avro manifest file: {short(exc)}") from None
+        raise _not_avro(path, exc) from None
     return _built(records, path, build)
 
 
