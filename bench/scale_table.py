@@ -48,7 +48,7 @@ import pyarrow as pa
 
 import shoal
 from shoal import options as O
-from shoal.spec import binary_row
+from shoal.spec import binary_row, block_codecs
 from shoal.spec import manifest as M
 from shoal.spec import types as T
 from shoal.spec.avro_container import BLOCK_BYTES
@@ -61,11 +61,6 @@ from shoal.table.manifest_merge import merge_manifests
 from shoal.table.manifests import ManifestStore
 from shoal.table.snapshot_manager import EARLIEST, LATEST
 from shoal.table.store import FileStore
-
-try:  # Python 3.14 has zstd in the standard library
-    from compression import zstd  # type: ignore[import-not-found]
-except ImportError:  # older Pythons use the backport, as shoal does
-    from backports import zstd
 
 TABLE = "bench.scale"
 COMMITS_PER_PARTITION = 10  # 9 appends, then one compaction
@@ -395,7 +390,7 @@ _SCHEMA_ID = operator.attrgetter("schema_id")
 
 
 def _block(out: bytearray, raw: bytes, count: int, sync: bytes) -> None:
-    data = zstd.compress(raw)
+    data = block_codecs.compress("zstandard", raw)
     out += _long(count) if count < 256 else _zz(count)
     out += _zz(len(data))
     out += data

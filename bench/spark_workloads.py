@@ -310,13 +310,10 @@ class DiscardWriter(DataSourceArrowWriter):
 # --- the session ---------------------------------------------------------------------------------
 def start_spark(work: Path) -> SparkSession:
     """A quiet local[2] session with the ``shoal`` source registered."""
-    import warnings
-
     from pyspark.sql import SparkSession
 
     import shoal.spark
 
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\..*")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

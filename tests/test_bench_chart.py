@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("matplotlib")
-
 from bench.chart import draw, main, short_label
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -23,7 +23,8 @@ message text.
     ├── CorruptMetadataError
     ├── CorruptDataFileError
     ├── UnsupportedFeatureError
-    └── FileTimeError
+    ├── FileTimeError
+    └── MissingDependencyError    (also an ImportError)
 """
 
 from __future__ import annotations
@@ -183,3 +184,17 @@ class FileTimeError(ShoalError):
         )
         self.path = path
         self.mtime_ms = mtime_ms
+
+
+class MissingDependencyError(ShoalError, ImportError):
+    """A part of shoal that needs a package of one of its extras, used where that extra
+    is not installed (Spark without ``shoal[spark]``, S3 without ``shoal[s3]``)."""
+
+    def __init__(self, feature: str, extra: str, missing: str) -> None:
+        super().__init__(
+            f"{feature} needs the package {missing!r}, which is not installed: "
+            f"pip install 'shoal[{extra}]'"
+        )
+        self.feature = feature
+        self.extra = extra
+        self.missing = missing

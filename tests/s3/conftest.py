@@ -14,11 +14,9 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from moto import server as moto_server
 
-pytest.importorskip("boto3")
-moto_server = pytest.importorskip("moto.server")
-
-from tests.s3.s3_support import S3Env  # noqa: E402
+from tests.s3.s3_support import S3Env
 
 
 def _free_port() -> int:

@@ -52,7 +52,7 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from shoal.errors import InvalidArgumentError
+from shoal.errors import InvalidArgumentError, MissingDependencyError
 from shoal.io.executor import io_threads, parallel_map
 from shoal.io.file_io import DeleteError, FileIO
 
@@ -60,8 +60,8 @@ try:
     import boto3
     from botocore.config import Config
     from botocore.exceptions import ClientError
-except ImportError as exc:  # pragma: no cover - depends on the installation
-    raise ImportError("s3:// tables need boto3: pip install 'shoal[s3]'") from exc
+except ImportError as exc:  # depends on the installation
+    raise MissingDependencyError("s3:// tables", "s3", exc.name or "boto3") from exc
 
 logger = logging.getLogger(__name__)
 

@@ -8,6 +8,14 @@ distributed maintenance jobs. The only package of shoal that imports ``pyspark``
     shoal.spark.compact(spark, table_path, strategy="event-time")
 """
 
+from shoal.errors import MissingDependencyError
+
+try:
+    import pandas  # noqa: F401  (PySpark's Arrow paths import it)
+    import pyspark  # noqa: F401
+except ImportError as exc:  # depends on the installation
+    raise MissingDependencyError("shoal.spark", "spark", exc.name or "pyspark") from exc
+
 from shoal.spark.datasource import ShoalDataSource, register, register_table
 from shoal.spark.jobs import compact, expire_partitions, expire_snapshots, remove_orphan_files
 from shoal.spark.parquet_write import write_parquet

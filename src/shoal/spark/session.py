@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import warnings
 
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
@@ -17,8 +16,6 @@ from shoal.spark.datasource import register
 def spark_session(master: str) -> SparkSession:
     """The active (or default) SparkSession as it is, or else a new one on ``master``;
     the ``shoal`` data source is registered on it."""
-    # pyspark warns about pandas versions on its Arrow paths; shoal does not use pandas.
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\..*")
     try:
         session = SparkSession.active()  # a caller's session keeps its configuration
     except PySparkRuntimeError:
