@@ -26,6 +26,7 @@ from shoal.compaction.compact import compact as run_compaction
 from shoal.compaction.event_time import event_time_compaction
 from shoal.compaction.strategies import FullCompaction
 from shoal.table.scan import live_entries
+from tests.reachability import reachable, stored
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("ms")), ("v", pa.string())])
 EVENT_TIME = {"bucket": "2", "compaction.event-time.field": "ts", "write-only": "true"}
@@ -662,9 +663,11 @@ class _CommitAfter:
         return self._committer.commit(*args, **kwargs)
 
 
-def _two_buckets(tmp_path: Path) -> tuple[shoal.Table, list[tuple[bytes, int]]]:
+def _two_buckets(
+    tmp_path: Path, options: dict[str, str] | None = None
+) -> tuple[shoal.Table, list[tuple[bytes, int]]]:
     """A table whose bucket 0 has old data and bucket 1 only late data."""
-    table = make(tmp_path)
+    table = make(tmp_path, options)
     table.upsert(rows(range(40), at(9), "late"))
     store = table._store
     keys = sorted({(e.partition, e.bucket) for e in live_entries(store, store.snapshots.latest())})
@@ -679,35 +682,51 @@ def _two_buckets(tmp_path: Path) -> tuple[shoal.Table, list[tuple[bytes, int]]]:
     return table, keys
 
 
-def test_an_event_time_compaction_aborts_when_another_compaction_committed(
-    tmp_path: Path,
+def _unreferenced_data_files(table: shoal.Table) -> set[str]:
+    """Data files in the bucket directories that no snapshot or tag names."""
+    return {p for p in stored(table) if "/bucket-" in p} - reachable(table)
+
+
+@pytest.mark.parametrize("retries", [None, 0], ids=["plans-again", "no-retries"])
+def test_an_event_time_compaction_plans_again_when_another_compaction_committed(
+    tmp_path: Path, retries: int | None
 ) -> None:
-    table, buckets = _two_buckets(tmp_path)
+    options = None if retries is None else {"commit.max-retries": str(retries)}
+    table, buckets = _two_buckets(tmp_path, options)
     other = shoal.open_table(table.path)  # another process, its own committer
     expected = real_time(table)
     before = files(table)
+    ran: list[int] = []
 
     def compact_bucket_1() -> None:
         # touches none of the event-time compaction's files: only the serial rule stops it
+        if ran:
+            return
         result = run_compaction(
             other._store, other._committer, FullCompaction(), buckets=[buckets[1]]
         )
         assert result.snapshot is not None
+        ran.append(result.snapshot.id)
 
     table._committer = _CommitAfter(table._committer, compact_bucket_1)  # type: ignore[assignment]
-    with pytest.raises(shoal.CommitConflictError, match="another compaction"):
-        table.compact("event-time", event_time_threshold=at(3))
-    kinds = [s.commit_kind for s in table.snapshots()]
-    assert kinds == ["APPEND", "APPEND", "COMPACT"]  # the other compaction's only
-    assert {n for n, f in files(table).items() if f["bucket"] == 0} == {
-        n for n, f in before.items() if f["bucket"] == 0
-    }
+    if retries == 0:
+        with pytest.raises(shoal.CommitConflictError, match=r"1 time.*another compaction"):
+            table.compact("event-time", event_time_threshold=at(3))
+        kinds = [s.commit_kind for s in table.snapshots()]
+        assert kinds == ["APPEND", "APPEND", "COMPACT"]  # the other compaction's only
+        assert {n for n, f in files(table).items() if f["bucket"] == 0} == {
+            n for n, f in before.items() if f["bucket"] == 0
+        }
+    else:
+        result = table.compact("event-time", event_time_threshold=at(3))
+        assert result.attempts == 2
+        assert result.snapshot is not None
+        kinds = [s.commit_kind for s in table.snapshots()]
+        assert kinds == ["APPEND", "APPEND", "COMPACT", "COMPACT"]
+    assert ran == [3]
     assert real_time(table) == expected
-
-    # run again, it picks up what is left
-    table = shoal.open_table(table.path)
-    assert table.compact("event-time", event_time_threshold=at(3)).snapshot is not None
-    assert real_time(table) == expected
+    # the files the lost attempt rewrote are gone: no snapshot ever named them
+    assert not _unreferenced_data_files(table)
 
 
 def test_exclusive_compaction_through_the_library_entry_point(tmp_path: Path) -> None:
@@ -720,7 +739,7 @@ def test_exclusive_compaction_through_the_library_entry_point(tmp_path: Path) ->
 
     committer = _CommitAfter(table._committer, compact_bucket_1)
     with pytest.raises(shoal.CommitConflictError):
-        run_compaction(table._store, committer, strategy, attempts=1, exclusive=True)  # type: ignore[arg-type]
+        run_compaction(table._store, committer, strategy, max_retries=0, exclusive=True)  # type: ignore[arg-type]
     assert len(table.snapshots()) == 3
     # a compaction that is not exclusive commits in the same situation
     committer = _CommitAfter(table._committer, compact_bucket_1)

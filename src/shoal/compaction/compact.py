@@ -1,10 +1,26 @@
 """Compacting a primary-key table: plan per bucket, rewrite in parallel, one commit.
 
 The plan is made against the latest snapshot; the COMPACT commit deletes the input
-files and adds the outputs. If a concurrent commit removed an input meanwhile (another
-compaction, an overwrite), the commit fails with CommitConflictError and nothing
-changes; appends that land meanwhile do not conflict, because compaction keeps every
-row's sequence number.
+files and adds the outputs. Commits that land meanwhile and leave the inputs alone
+(appends, upserts, deletes, compactions of other files) do not conflict: compaction
+keeps every row's sequence number, and the committer retries a lost snapshot id
+itself. A concurrent commit that removed an input (another compaction, an overwrite,
+a partition drop) makes the commit fail with CommitConflictError, before anything is
+published; the compaction then plans again against the new latest snapshot, up to
+``commit.max-retries`` times (so at most ``commit.max-retries`` + 1 attempts). A
+bucket whose inputs are all still live keeps the files it was rewritten into; only
+the other buckets are planned and rewritten again, and the outputs they replace are
+deleted at once.
+
+The files a compaction rewrote are its own uncommitted files while no snapshot names
+them, and it deletes them when it gives up (or fails before committing), so a lost
+race leaves no orphans. It deletes nothing when the outcome of its commit is unknown
+(any error but CommitConflictError, such as an I/O error after the snapshot file may
+have been written): a snapshot may name the files then, and orphan cleanup decides.
+
+An event-time compaction runs alone (:func:`compact_with`): it does not commit when
+another compaction committed after it planned. That is checked once the plan is made,
+before any file is written, and again by the commit; either way it plans again.
 
 The rewrite of the planned buckets goes through a :data:`RewriteAll` (by default
 :func:`rewrite_locally`, on this machine's cores), so that a distributed job can run
@@ -15,7 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -33,7 +49,8 @@ from shoal.errors import (
 from shoal.io import bounded_map, cpu_parallelism
 from shoal.spec.data_file import DataFileMeta
 from shoal.spec.snapshot import Snapshot
-from shoal.table.commit import FileStoreCommit
+from shoal.table.commit import FileStoreCommit, compaction_since
+from shoal.table.paths import data_file_path
 from shoal.table.scan import live_entries
 from shoal.table.store import FileStore
 from shoal.table.write import CommitMessage
@@ -45,12 +62,14 @@ BucketKey = tuple[bytes, int]
 
 @dataclass(frozen=True, slots=True)
 class CompactResult:
-    """What one compaction did: its snapshot (None when there was nothing to do) and
-    how many files it rewrote and wrote."""
+    """What one compaction did: its snapshot (None when there was nothing to do), how
+    many files it rewrote and wrote, and how many attempts it made (more than one when
+    it lost races to concurrent commits and planned again)."""
 
     snapshot: Snapshot | None
     compacted_files: int
     written_files: int
+    attempts: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,14 +109,32 @@ def plan(
     buckets: Collection[BucketKey] | None = None,
 ) -> list[CompactTask]:
     """One task per bucket the strategy wants to compact."""
+    return _plan_buckets(store, _bucket_files(store, snapshot, buckets), strategy)
+
+
+def _bucket_files(
+    store: FileStore, snapshot: Snapshot, buckets: Collection[BucketKey] | None
+) -> dict[BucketKey, list[DataFileMeta]]:
+    """The live files of each bucket (of ``buckets`` only, when given)."""
     partitions = None if buckets is None else {p for p, _ in buckets}
     files: dict[BucketKey, list[DataFileMeta]] = defaultdict(list)
     for entry in live_entries(store, snapshot, partitions=partitions):
         key = (entry.partition, entry.bucket)
         if buckets is None or key in buckets:
             files[key].append(entry.file)
+    return files
+
+
+def _plan_buckets(
+    store: FileStore,
+    files: dict[BucketKey, list[DataFileMeta]],
+    strategy: CompactStrategy,
+    skip: Collection[BucketKey] = (),
+) -> list[CompactTask]:
     tasks = []
     for (partition, bucket), bucket_files in files.items():
+        if (partition, bucket) in skip:
+            continue
         runs = sorted_runs(bucket_files, store.decode_key)
         unit = strategy.pick(runs, store.max_level)
         if unit is None or not unit.files:
@@ -133,62 +170,162 @@ def compact(
     strategy: CompactStrategy,
     buckets: Collection[BucketKey] | None = None,
     *,
-    attempts: int = 3,
+    max_retries: int | None = None,
     exclusive: bool = False,
     rewrite_all: RewriteAll = rewrite_locally,
 ) -> CompactResult:
     """Compact the table (or only ``buckets``) with ``strategy``; one COMPACT commit.
 
-    When a concurrent commit removed a file this compaction rewrote, the work is
-    planned again against the new latest snapshot (safe: nothing was committed, and
-    the files written meanwhile are left to orphan cleanup), up to ``attempts``
-    times; then the CommitConflictError propagates. An ``exclusive`` compaction does
-    not commit when another compaction committed after it planned. ``rewrite_all``
-    runs the planned rewrites.
+    Each attempt plans against the latest snapshot, rewrites and commits. When the
+    commit loses to a concurrent commit that removed a file this compaction rewrote,
+    the compaction plans again against the new latest snapshot, keeping the rewritten
+    buckets whose inputs are all still live. It makes at most ``max_retries`` + 1
+    attempts; ``max_retries`` None means the table option ``commit.max-retries``
+    (default 10), the bound of every re-planning commit. An ``exclusive`` compaction
+    also plans again when another compaction committed after it planned (checked
+    before it rewrites, and at the commit), and keeps nothing from a lost attempt.
+    ``rewrite_all`` runs the planned rewrites.
+
+    Returns:
+        The result; ``attempts`` says how many attempts it took.
+
+    Raises:
+        CommitConflictError: every attempt lost its race. The files the compaction
+            rewrote were in no snapshot and are deleted; the table is as if it had
+            not run.
     """
-    for attempt in range(attempts):
-        try:
-            return _compact_once(
-                store, committer, strategy, buckets, exclusive=exclusive, rewrite_all=rewrite_all
-            )
-        except CommitConflictError:
-            if attempt + 1 == attempts:
-                raise
-            logger.info("compaction lost a race; planning again")
-    raise AssertionError("unreachable")
-
-
-def _compact_once(
-    store: FileStore,
-    committer: FileStoreCommit,
-    strategy: CompactStrategy,
-    buckets: Collection[BucketKey] | None,
-    *,
-    exclusive: bool,
-    rewrite_all: RewriteAll,
-) -> CompactResult:
-    latest = store.snapshots.latest()
-    if latest is None:
-        return CompactResult(None, 0, 0)
+    retries = store.options.get(O.COMMIT_MAX_RETRIES) if max_retries is None else max_retries
+    attempts = retries + 1
+    rewritten = _Rewritten(store)
+    lost = ""
     try:
-        tasks = plan(store, latest, strategy, buckets)
-        if not tasks:
-            return CompactResult(None, 0, 0)
-        messages = rewrite_all(store, tasks)
-    except (CorruptMetadataError, CorruptDataFileError) as exc:
-        if not store.snapshots.superseded(latest.id):
-            raise
-        # Its files went with it only once a newer snapshot had replaced them.
-        raise CommitConflictError(
-            f"snapshot {latest.id} expired while this compaction read it; plan again"
-        ) from exc
-    snapshot = committer.commit(
-        messages, kind="COMPACT", allow_empty=True, alone_since=latest.id if exclusive else None
+        for attempt in range(1, attempts + 1):
+            if attempt > 1:
+                logger.info(
+                    "compaction lost a race (%s); planning again, attempt %d of %d",
+                    lost,
+                    attempt,
+                    attempts,
+                )
+            latest = store.snapshots.latest()
+            if latest is None:  # an empty table
+                rewritten.discard()
+                return CompactResult(None, 0, 0, attempt)
+            try:
+                files = _bucket_files(store, latest, buckets)
+                rewritten.keep_if_live(files)
+                tasks = _plan_buckets(store, files, strategy, skip=rewritten.buckets())
+                if not tasks and not rewritten.messages():
+                    return CompactResult(None, 0, 0, attempt)
+                if exclusive:
+                    other = compaction_since(store, latest.id, store.snapshots.latest())
+                    if other is not None:  # nothing written yet: plan again at once
+                        lost = f"another compaction committed snapshot {other} meanwhile"
+                        continue
+                rewritten.add(tasks, rewrite_all(store, tasks))
+            except (CorruptMetadataError, CorruptDataFileError):
+                if not store.snapshots.superseded(latest.id):
+                    raise
+                # Its files went with it only once a newer snapshot had replaced them.
+                lost = f"snapshot {latest.id} expired while this compaction read it"
+                continue
+            messages = rewritten.messages()
+            try:
+                snapshot = committer.commit(
+                    messages,
+                    kind="COMPACT",
+                    allow_empty=True,
+                    alone_since=latest.id if exclusive else None,
+                )
+            except CommitConflictError as exc:
+                # Nothing was published (FileStoreCommit.commit): the outputs are ours.
+                lost = str(exc)
+                if exclusive:
+                    rewritten.discard()
+                continue
+            except BaseException:
+                rewritten.forget()  # the outcome is unknown: a snapshot may name them
+                raise
+            rewritten.forget()  # committed
+            compacted = sum(len(m.deleted_files) for m in messages)
+            written = sum(len(m.new_files) for m in messages)
+            logger.info(
+                "compacted %d files into %d in %d buckets (attempt %d)",
+                compacted,
+                written,
+                len(messages),
+                attempt,
+            )
+            return CompactResult(snapshot, compacted, written, attempt)
+    except Exception:
+        rewritten.discard()  # failed before its commit: nothing names them
+        raise
+    rewritten.discard()
+    raise CommitConflictError(
+        f"compaction lost its race to concurrent commits {attempts} time(s) "
+        f"(commit.max-retries is {retries}); the files it rewrote were deleted and the "
+        f"table is as before. Last conflict: {lost}. Run it again, or raise "
+        "'commit.max-retries'"
     )
-    compacted = sum(len(m.deleted_files) for m in messages)
-    written = sum(len(m.new_files) for m in messages)
-    logger.info("compacted %d files into %d in %d buckets", compacted, written, len(tasks))
-    return CompactResult(snapshot, compacted, written)
+
+
+class _Rewritten:
+    """This compaction's rewritten buckets that no snapshot names yet, by bucket: its
+    own uncommitted files, which it deletes when they cannot be committed."""
+
+    def __init__(self, store: FileStore) -> None:
+        self._store = store
+        self._messages: dict[BucketKey, CommitMessage] = {}
+
+    def messages(self) -> list[CommitMessage]:
+        return list(self._messages.values())
+
+    def buckets(self) -> set[BucketKey]:
+        return set(self._messages)
+
+    def add(self, tasks: Sequence[CompactTask], messages: Sequence[CommitMessage]) -> None:
+        for task, message in zip(tasks, messages, strict=True):
+            self._messages[task.partition, task.bucket] = message
+
+    def keep_if_live(self, live: Mapping[BucketKey, Sequence[DataFileMeta]]) -> None:
+        """Keep the buckets whose inputs are all still live in ``live``; delete the
+        outputs of the others (a concurrent commit removed an input: they are void)."""
+        void = []
+        for key, message in self._messages.items():
+            names = {f.file_name for f in live.get(key, ())}
+            if not all(f.file_name in names for f in message.deleted_files):
+                void.append(key)
+        self._delete([self._messages.pop(key) for key in void])
+
+    def discard(self) -> None:
+        """Delete every output held (none was committed)."""
+        self._delete(list(self._messages.values()))
+        self._messages.clear()
+
+    def forget(self) -> None:
+        """Let go of the outputs without deleting them: committed, or maybe committed."""
+        self._messages.clear()
+
+    def _delete(self, messages: Sequence[CommitMessage]) -> None:
+        store = self._store
+        paths = []
+        for m in messages:
+            bucket_dir = store.paths.bucket_dir(store.partitions.path(m.partition), m.bucket)
+            for f in m.new_files:
+                paths.append(data_file_path(bucket_dir, f))
+                paths.extend(f"{bucket_dir}/{x}" for x in f.extra_files)
+        if not paths:
+            return
+        try:
+            store.file_io.delete_many(paths)
+        except OSError as exc:
+            logger.warning(
+                "could not delete files a compaction rewrote and never committed; "
+                "orphan cleanup removes them: %s",
+                exc,
+            )
+        else:
+            logger.debug("deleted %d files a compaction rewrote and never committed", len(paths))
 
 
 def compact_with(
@@ -201,15 +338,15 @@ def compact_with(
 ) -> CompactResult:
     """Compact with the strategy called ``strategy`` ("full", "universal",
     "event-time"; None: the ``compaction.strategy`` option), as ``Table.compact``
-    does. An event-time compaction is exclusive and makes one attempt: it aborts with
-    CommitConflictError when another compaction committed meanwhile. Raises
-    InvalidArgumentError for an ``event_time_threshold`` with another strategy."""
+    and ``shoal.spark.compact`` do, with :func:`compact`'s re-planning up to
+    ``commit.max-retries`` times. An event-time compaction is exclusive: it commits
+    only if no other compaction committed since it planned, and plans again
+    otherwise. Raises InvalidArgumentError for an ``event_time_threshold`` with
+    another strategy, CommitConflictError when every attempt lost its race."""
     name = strategy or store.options.get(O.COMPACTION_STRATEGY)
     if name == "event-time":
         chosen = event_time_compaction(store, event_time_threshold)
-        return compact(
-            store, committer, chosen, attempts=1, exclusive=True, rewrite_all=rewrite_all
-        )
+        return compact(store, committer, chosen, exclusive=True, rewrite_all=rewrite_all)
     if event_time_threshold is not None:
         raise InvalidArgumentError(
             f"event_time_threshold applies to the event-time strategy, not {name!r}"

@@ -11,7 +11,9 @@ or snapshot N expired while the attempt read it (an attempt slower than
 freed again, see ``SnapshotManager.try_publish``), the attempt's own manifests are
 removed and the commit re-plans against the new latest snapshot, up to
 ``commit.max-retries`` times. Data files are never deleted here:
-after a failed commit they may still be referenced, so orphan cleanup owns them.
+after a failed commit they may still be referenced, so orphan cleanup owns them. The
+one exception is a CommitConflictError, raised only before anything is published:
+then a compaction deletes the files it rewrote itself (``shoal.compaction.compact``).
 """
 
 from __future__ import annotations
@@ -82,7 +84,12 @@ class FileStoreCommit:
         time per table; writers are never held up).
 
         Raises:
-            CommitConflictError: a file to delete is gone, or every retry lost its race.
+            CommitConflictError: a file to delete is gone, another compaction committed
+                since ``alone_since``, or every retry lost its race. Nothing was
+                published then (every check runs before the atomic create, and an id
+                lost is a snapshot not published), so the data files of ``messages``
+                are in no snapshot: compaction deletes the ones it wrote. Any other
+                error leaves the outcome open.
             PartitionExpiredError: a write adds files to a partition that partition
                 expiration (by values) drops.
         """
@@ -159,20 +166,12 @@ class FileStoreCommit:
                 )
 
     def _check_no_compaction_since(self, base: int, latest: Snapshot | None) -> None:
-        if latest is None:
-            return
-        for snapshot_id in range(base + 1, latest.id + 1):
-            # A snapshot expired meanwhile cannot be looked at; a compaction in it that
-            # touched this one's files still fails the check of the files it deletes.
-            try:
-                found = self.store.snapshots.snapshot(snapshot_id)
-            except SnapshotNotFoundError:
-                continue
-            if found.commit_kind == "COMPACT":
-                raise CommitConflictError(
-                    f"another compaction committed snapshot {snapshot_id} while this one "
-                    "ran; this compaction is dropped, run it again to pick up what is left"
-                )
+        found = compaction_since(self.store, base, latest)
+        if found is not None:
+            raise CommitConflictError(
+                f"another compaction committed snapshot {found} while this one ran; "
+                "this compaction is dropped, run it again to pick up what is left"
+            )
 
     def _check_sequences(self, latest: Snapshot | None, adds: list[ManifestEntry]) -> None:
         """New rows of a primary-key table must sort after every row already in their
@@ -249,6 +248,24 @@ class FileStoreCommit:
             delta_manifest_list_size=delta_size,
         )
         return _Attempt(snapshot, written)
+
+
+def compaction_since(store: FileStore, base: int, latest: Snapshot | None) -> int | None:
+    """The id of a COMPACT snapshot after ``base`` up to ``latest``, or None: the rule
+    that event-time compactions run one at a time, checked before a compaction rewrites
+    and again when it commits."""
+    if latest is None:
+        return None
+    for snapshot_id in range(base + 1, latest.id + 1):
+        # A snapshot expired meanwhile cannot be looked at; a compaction in it that
+        # touched this one's files still fails the check of the files it deletes.
+        try:
+            found = store.snapshots.snapshot(snapshot_id)
+        except SnapshotNotFoundError:
+            continue
+        if found.commit_kind == "COMPACT":
+            return snapshot_id
+    return None
 
 
 def _entries_of(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
