@@ -61,9 +61,9 @@ def test_open_table_by_path_and_file_uri(catalog: shoal.Catalog) -> None:
         shoal.open_table(table.path + "-missing")
 
 
-def test_unknown_options_are_kept(catalog: shoal.Catalog) -> None:
-    table = catalog.create_table("db.t", EVENTS_SCHEMA, options={"engine.some-flag": "x"})
-    assert table.options["engine.some-flag"] == "x"
+def test_user_options_are_kept(catalog: shoal.Catalog) -> None:
+    table = catalog.create_table("db.t", EVENTS_SCHEMA, options={"user.owner": "x"})
+    assert table.options["user.owner"] == "x"
     options = table.system_table("options")
     assert dict(zip(options["key"].to_pylist(), options["value"].to_pylist(),
-                    strict=True)) == {"engine.some-flag": "x"}
+                    strict=True)) == {"user.owner": "x"}

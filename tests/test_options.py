@@ -242,7 +242,6 @@ def test_typed_value(option: Option[object], raw: str, value: object) -> None:
         (O.BUCKET, "-2"),
         (O.BUCKET, "1.5"),
         (O.BUCKET, ""),
-        (O.FILE_FORMAT, "orc"),
         (O.PARTITION_LEGACY_NAME, "yes"),
         (O.PARTITION_LEGACY_NAME, "1"),
         (O.TARGET_FILE_SIZE, "12 parsecs"),

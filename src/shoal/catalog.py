@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from shoal import features
 from shoal import options as O
 from shoal.errors import (
     DatabaseNotFoundError,
@@ -239,6 +240,7 @@ def build_schema(
     for key in (*partition_keys, *primary_keys):
         if key not in names:
             raise SchemaMismatchError(f"key column {key!r} is not in the schema {names}")
+    features.check_option_keys(options)
     O.validate(options)
     if primary_keys:
         _check_primary_key_table(names, partition_keys, primary_keys, options)
@@ -265,6 +267,7 @@ def build_schema(
         schema = pa.schema(
             [f.with_nullable(False) if f.name in primary_keys else f for f in schema]
         )
+    features.check_new_options(options, primary_key=bool(primary_keys))
     fields = T.fields_from_arrow_schema(schema)
     check_event_time_field(fields, list(primary_keys), options)
     partition_types = [f.type for f in fields if f.name in partition_keys]

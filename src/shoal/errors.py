@@ -14,9 +14,12 @@ message text.
     ├── TagAlreadyExistsError
     ├── InvalidTagNameError
     ├── SchemaMismatchError
+    ├── InvalidInputDataError
+    │   └── NotNullViolationError
     ├── InvalidArgumentError      (also a ValueError)
     │   └── InvalidFilterError
     ├── InvalidOptionError        (also a ValueError)
+    │   └── UnknownOptionError
     ├── PartitionExpiredError
     ├── CommitConflictError
     │   └── SequenceConflictError
@@ -100,6 +103,39 @@ class SchemaMismatchError(ShoalError):
     """Data whose schema cannot be cast to the table's without losing anything."""
 
 
+class InvalidInputDataError(ShoalError):
+    """Source files holding values the table's columns cannot take: text that does not
+    parse as its column's type, a record that does not parse at all, a value its cast
+    to the column's type cannot hold. Raised before anything is committed.
+
+    Attributes:
+        path: the file of the first such value, when known.
+        column: its column (None for a record that does not parse at all).
+        record: the record as the file holds it, or its position (``row 3``), when known.
+        counts: how many such values the source holds, per column.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        column: str | None = None,
+        record: str | None = None,
+        counts: dict[str, int] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.column = column
+        self.record = record
+        self.counts = dict(counts or {})
+
+
+class NotNullViolationError(InvalidInputDataError):
+    """Source rows without a value in a NOT NULL column (a primary-key column, or one
+    declared NOT NULL); ``counts`` holds how many rows, per column."""
+
+
 class InvalidArgumentError(ShoalError, ValueError):
     """An argument of a public call that is out of its allowed values."""
 
@@ -115,6 +151,17 @@ class InvalidOptionError(ShoalError, ValueError):
         super().__init__(f"invalid value {value!r} for option {key!r}: {reason}")
         self.key = key
         self.value = value
+
+
+class UnknownOptionError(InvalidOptionError):
+    """An option key that nothing reads: a typo, or a key of another system.
+    ``suggestion`` is the known key it most likely means (None when none is close)."""
+
+    def __init__(self, key: str, value: object, reason: str, suggestion: str | None) -> None:
+        ShoalError.__init__(self, f"unknown option {key!r}: {reason}")
+        self.key = key
+        self.value = value
+        self.suggestion = suggestion
 
 
 class PartitionExpiredError(ShoalError):
@@ -164,7 +211,12 @@ class CorruptDataFileError(ShoalError):
 
 
 class UnsupportedFeatureError(ShoalError):
-    """A table uses a part of the Paimon format that shoal does not handle yet."""
+    """A table, option or argument asks for a part of the Paimon format (or of Spark)
+    that shoal does not implement. ``feature`` names it where it is one."""
+
+    def __init__(self, message: str, *, feature: str | None = None) -> None:
+        super().__init__(message)
+        self.feature = feature
 
 
 class FileTimeError(ShoalError):

@@ -187,7 +187,7 @@ BUCKET_KEY = _declare(
     )
 )
 FILE_FORMAT = _declare(
-    Option("file.format", _parse_str, "parquet", "Format of data files.", _one_of("parquet"))
+    Option("file.format", _parse_str, "parquet", "Format of data files (shoal writes parquet).")
 )
 FILE_COMPRESSION = _declare(
     Option("file.compression", _parse_str, "zstd", "Compression codec of data files.")

@@ -6,36 +6,41 @@
     df.write.format("shoal").mode("append").save(table_path)      # or "overwrite"
 
 Installing shoal installs the ``pyspark_shoal`` module, which Spark finds by itself,
-so ``format("shoal")`` works in any session; :func:`register` does it explicitly,
-also switches on Spark's Python filter pushdown, and tells the source the session's
-default parallelism (otherwise it assumes the cores of the machine that plans a read).
+so ``format("shoal")`` works in any session; :func:`register` does it explicitly and
+tells the source the session's default parallelism (otherwise it assumes the cores of
+the machine that plans a read).
 
-Read options: ``scan.snapshot-id``, ``scan.tag-name``, ``scan.timestamp-millis``
-(time travel, at most one), ``incremental-between`` (two snapshot ids ``3,7`` or two
-tag names ``v1,v2``), ``read-optimized``, ``columns`` (a projection: Spark's Python
-sources cannot prune columns themselves; a user schema such as
-``.schema("id bigint, name string")`` does the same), ``source.split.target-size``
-and ``source.split.open-file-cost`` (how much data one Spark task reads at most; a
-table with enough data is read in at least as many tasks as the default parallelism,
-of about equal size), and ``filter-pushdown``.
+Read options: ``scan.snapshot-id`` or Spark's ``versionAsOf``, ``scan.tag-name``,
+``scan.timestamp-millis`` or Spark's ``timestampAsOf`` (an ISO 8601 time with its
+offset) (time travel, at most one), ``incremental-between`` (two snapshot ids ``3,7``
+or two tag names ``v1,v2``), ``read-optimized``, ``columns`` (a projection: Spark's
+Python sources cannot prune columns themselves; a user schema such as
+``.schema("id bigint, name string")`` does the same), ``filter`` (rows of the table
+that the DataFrame holds, e.g. ``"dt = '2026-11-01' and id > 10"``: it prunes
+partitions and files and filters rows exactly), ``source.split.target-size`` and
+``source.split.open-file-cost`` (how much data one Spark task reads at most; a table
+with enough data is read in at least as many tasks as the default parallelism, of
+about equal size).
 
-Filter pushdown (``.option("filter-pushdown", "true")``, with
-``spark.sql.python.filterPushdown.enabled`` on, which :func:`register` sets) prunes
-partitions and files by Spark's filters and applies them exactly. It is off by
-default because Spark (4.3, as measured) keeps a Python source's read plan on the
-DataFrame, or temporary view, that planned it and reuses it, pushed filters
-included, for a later query on the same DataFrame that pushes no filter: that query
-would silently return only the rows of the earlier filter. With pushdown on, build
-a new DataFrame (``spark.read...load()``) for each query. The same reuse means that
-a DataFrame or view keeps reading the snapshot its first query planned; load again
-to see later commits.
+Spark's own filter pushdown (``filter-pushdown``) is refused: Spark (4.3, as measured)
+keeps the read plan that a Python source made with pushed filters on the DataFrame
+that planned it and reuses it for a later query on that DataFrame that pushes no
+filter, and for the other side of a self-join or union, which would then return only
+the earlier filter's rows. Spark applies every filter itself after the read; the
+``filter`` option prunes instead, for every query on the DataFrame alike. A DataFrame
+or view keeps reading the snapshot its first query planned; load again to see later
+commits.
 
-Write options: ``dynamic-partition-overwrite`` (with ``mode("overwrite")``, replace
-only the partitions present in the data) and ``write-buffer-size`` (Arrow bytes a
-task gathers before writing them; default 64 mb). Append to a primary-key table is
-an upsert. Every Spark write is one snapshot, followed by at most one COMPACT
-snapshot when a primary-key bucket reaches ``num-sorted-run.compaction-trigger``
-(unless ``write-only``), as for ``Table.upsert``.
+Write options: ``partitionOverwriteMode`` (``static``: ``mode("overwrite")`` replaces
+the whole table; ``dynamic``: only the partitions present in the data; shoal's
+``dynamic-partition-overwrite=true`` means ``dynamic``). A partitioned table refuses
+an overwrite that names neither, since Spark hands a Python source neither its session
+setting ``spark.sql.sources.partitionOverwriteMode`` nor the mode it implies.
+``write-buffer-size``: Arrow bytes a task gathers before writing them (default 64 mb).
+Append to a primary-key table is an upsert. Every Spark write is one snapshot,
+followed by at most one COMPACT snapshot when a primary-key bucket reaches
+``num-sorted-run.compaction-trigger`` (unless ``write-only``), as for
+``Table.upsert``. Any other option is refused, with the nearest known one.
 
 SQL: a temporary view (``CREATE TEMPORARY VIEW v USING shoal OPTIONS (path '...')``)
 reads and takes ``INSERT INTO`` / ``INSERT OVERWRITE``; per-query options go in
@@ -53,7 +58,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWrite
 from pyspark.sql.types import StructType
 
 from shoal.errors import InvalidOptionError, SchemaMismatchError
-from shoal.spark.read import ShoalFilteringReader, ShoalReader, table_columns
+from shoal.spark.read import ShoalReader, table_columns
 from shoal.spark.source_options import COLUMNS, SourceOptions, open_store
 from shoal.spark.types import spark_schema
 from shoal.spark.write import ShoalWriter, prepare_for_write
@@ -63,8 +68,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["ShoalDataSource", "prepare_for_write", "register", "register_table"]
-
-PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 class ShoalDataSource(DataSource):
@@ -111,21 +114,16 @@ class ShoalDataSource(DataSource):
         return spark_schema(fields)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        options = self._options()
-        reader = ShoalFilteringReader if options.filter_pushdown else ShoalReader
-        return reader(options, schema, self.parallelism)
+        return ShoalReader(self._options(), schema, self.parallelism)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return ShoalWriter(self._options(), schema, overwrite)
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``shoal`` format in ``spark`` and switch on Python filter pushdown
-    (``spark.sql.python.filterPushdown.enabled``), which reads with the
-    ``filter-pushdown`` option need. The format registered knows the session's default
-    parallelism: reads split a small table into that many tasks (the format Spark
-    finds by itself uses the cores of the machine that plans the read)."""
-    spark.conf.set(PUSHDOWN_CONF, "true")
+    """Register the ``shoal`` format in ``spark``. The format registered knows the
+    session's default parallelism: reads split a small table into that many tasks (the
+    format Spark finds by itself uses the cores of the machine that plans the read)."""
     spark.dataSource.register(_bound_source(spark, "shoal", {}))
 
 

@@ -120,6 +120,7 @@ def compact(
         raise InvalidArgumentError(
             f"compact needs a primary-key table; {table_path} is an append table"
         )
+    store.require_writable()
     committer = FileStoreCommit(store)
     rewrite_all = partial(_rewrite_on_spark, spark, _StoreRef(store.uri, store.schema.id))
     result = compact_with(store, committer, strategy, event_time_threshold, rewrite_all=rewrite_all)

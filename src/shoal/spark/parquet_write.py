@@ -133,6 +133,7 @@ def write_parquet_into(
     dynamic_partition_overwrite: bool = False,
 ) -> Snapshot:
     """:func:`write_parquet` into the table ``store`` opened already."""
+    store.require_writable()
     reason = why_not_parquet(store)
     if reason is not None:
         raise UnsupportedFeatureError(

@@ -22,19 +22,19 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from shoal import options as O
 from shoal.errors import SchemaMismatchError
-from shoal.spark.filters import FilterTranslator, RawDnf
 from shoal.spark.source_options import SourceOptions, open_store
 from shoal.spark.types import arrow_target, exact_batch
 from shoal.spec.schema import TableSchema
 from shoal.spec.snapshot import Snapshot
+from shoal.table import filter_text
 from shoal.table import predicate as P
 from shoal.table.incremental import delta_entries, diff_entries, keyed_diff
 from shoal.table.read import merged_batches, read_batches
@@ -106,9 +106,6 @@ class ShoalReader(DataSourceReader):
         self._schema = schema
         self._parallelism = parallelism or os.cpu_count() or 1
         self._columns = table_columns(schema.fieldNames(), store.schema, "the read schema")
-        self._types = {f.name: f.type for f in store.schema.fields}
-        self._filter: RawDnf | None = None
-        self._dnf: P.Dnf | None = None
         self._snapshot: Snapshot | None = None
         self._file_schema = store.arrow_schema
         incremental = options.incremental
@@ -128,6 +125,13 @@ class ShoalReader(DataSourceReader):
         else:
             self._mode = FILES
         self._key_value = store.is_primary_key and self._mode == FILES
+        # The read option ``filter``: part of what this DataFrame is, so every query on
+        # it prunes and filters alike.
+        self._dnf: P.Dnf | None = None
+        if options.filter is not None:
+            types = {f.name: f.type for f in store.schema.fields}
+            raw = filter_text.parse(options.filter, self._file_schema)
+            self._dnf = P.parse_filter(raw, types)
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
@@ -221,21 +225,6 @@ class ShoalReader(DataSourceReader):
                 self._dnf,
                 key_value=self._key_value,
             )
-
-
-class ShoalFilteringReader(ShoalReader):
-    """The reader that takes Spark's filters: those shoal applies exactly are used to
-    prune partitions and files and to filter rows; the rest go back to Spark."""
-
-    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
-        spark_names = self._schema.fieldNames()
-        translator = FilterTranslator(
-            dict(zip(spark_names, self._columns, strict=True)), self._types
-        )
-        raw, rejected = translator.push(filters)
-        self._filter = raw
-        self._dnf = P.parse_filter(raw, self._types) if raw else None
-        return rejected
 
 
 def pack_splits(

@@ -2,18 +2,26 @@
 
 Spark hands options over with lower-cased keys; values keep their case. Read options
 follow Paimon's keys (``scan.snapshot-id``, ``scan.tag-name``,
-``scan.timestamp-millis``, ``incremental-between``, ``read-optimized``); a split
-target or open-file cost given as a read option overrides the table's.
+``scan.timestamp-millis``, ``incremental-between``, ``read-optimized``) and Spark's
+(``versionAsOf`` and ``timestampAsOf``, as Delta Lake reads them); a split target or
+open-file cost given as a read option overrides the table's. Write options:
+Spark's ``partitionOverwriteMode`` (or shoal's ``dynamic-partition-overwrite``) and
+``write-buffer-size``.
+
+Every other key is refused: a typo with the nearest known key, one of Paimon's or
+Spark's options that the source does not implement by name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from datetime import datetime
+from typing import Literal, TypeVar
 
 from shoal import options as O
-from shoal.errors import InvalidOptionError, TableNotFoundError
+from shoal.errors import InvalidOptionError, TableNotFoundError, UnsupportedFeatureError
+from shoal.features import unknown_option
 from shoal.io import file_io_for
 from shoal.table.paths import PathFactory
 from shoal.table.schema_manager import SchemaManager
@@ -27,8 +35,43 @@ READ_OPTIMIZED = "read-optimized"
 INCREMENTAL_BETWEEN = "incremental-between"
 COLUMNS = "columns"
 FILTER_PUSHDOWN = "filter-pushdown"
+FILTER = "filter"
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 WRITE_BUFFER_SIZE = "write-buffer-size"
+# Spark's own names (lower-cased, as Spark hands them over).
+VERSION_AS_OF = "versionasof"
+TIMESTAMP_AS_OF = "timestampasof"
+PARTITION_OVERWRITE_MODE = "partitionoverwritemode"
+MERGE_SCHEMA = "mergeschema"
+
+KNOWN_KEYS = frozenset(
+    {
+        PATH,
+        SNAPSHOT_ID,
+        TAG_NAME,
+        TIMESTAMP_MILLIS,
+        READ_OPTIMIZED,
+        INCREMENTAL_BETWEEN,
+        COLUMNS,
+        FILTER_PUSHDOWN,
+        DYNAMIC_PARTITION_OVERWRITE,
+        WRITE_BUFFER_SIZE,
+        VERSION_AS_OF,
+        TIMESTAMP_AS_OF,
+        PARTITION_OVERWRITE_MODE,
+        MERGE_SCHEMA,
+        O.SPLIT_TARGET_SIZE.key,
+        O.SPLIT_OPEN_FILE_COST.key,
+    }
+)
+# How the known keys are spelled in messages (Spark's are camel-cased).
+_SPELLED = {
+    VERSION_AS_OF: "versionAsOf",
+    TIMESTAMP_AS_OF: "timestampAsOf",
+    PARTITION_OVERWRITE_MODE: "partitionOverwriteMode",
+    MERGE_SCHEMA: "mergeSchema",
+}
+OverwriteMode = Literal["static", "dynamic"]
 
 DEFAULT_WRITE_BUFFER = 64 << 20
 
@@ -46,16 +89,19 @@ class SourceOptions:
     read_optimized: bool = False
     incremental: tuple[int, int] | tuple[str, str] | None = None
     columns: tuple[str, ...] | None = None
-    filter_pushdown: bool = False
+    filter: str | None = None
     split_target_size: int | None = None
     split_open_file_cost: int | None = None
-    dynamic_overwrite: bool = False
+    overwrite_mode: OverwriteMode | None = None
     write_buffer_size: int = DEFAULT_WRITE_BUFFER
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> SourceOptions:
-        """Raises InvalidOptionError for a missing path or a value that does not parse."""
+        """Raises InvalidOptionError for a missing path, an unknown key or a value that
+        does not parse, UnsupportedFeatureError for an option the source does not
+        implement."""
         raw = {str(k).lower(): v for k, v in options.items()}
+        _check_keys(raw)
         path = raw.get(PATH)
         if not path:
             raise InvalidOptionError(
@@ -64,40 +110,138 @@ class SourceOptions:
                 "the shoal data source needs the table's path: .load(path), "
                 ".option('path', ...), or OPTIONS (path '...') / WITH ('path' = '...') in SQL",
             )
+        snapshot_ids = _one_of_names(raw, SNAPSHOT_ID, VERSION_AS_OF, int)
+        timestamps = _one_of_names(raw, TIMESTAMP_MILLIS, TIMESTAMP_AS_OF, int, _instant)
         parsed = SourceOptions(
             path=normalize_path(path),
-            snapshot_id=_get(raw, SNAPSHOT_ID, int),
+            snapshot_id=snapshot_ids,
             tag=raw.get(TAG_NAME) or None,
-            timestamp_ms=_get(raw, TIMESTAMP_MILLIS, int),
+            timestamp_ms=timestamps,
             read_optimized=_get(raw, READ_OPTIMIZED, _bool) or False,
             incremental=_get(raw, INCREMENTAL_BETWEEN, _range),
             columns=_get(raw, COLUMNS, _names),
-            filter_pushdown=_get(raw, FILTER_PUSHDOWN, _bool) or False,
+            filter=_filter(raw),
             split_target_size=_get(raw, O.SPLIT_TARGET_SIZE.key, O.parse_memory_size),
             split_open_file_cost=_get(raw, O.SPLIT_OPEN_FILE_COST.key, O.parse_memory_size),
-            dynamic_overwrite=_get(raw, DYNAMIC_PARTITION_OVERWRITE, _bool) or False,
+            overwrite_mode=_overwrite_mode(raw),
             write_buffer_size=_get(raw, WRITE_BUFFER_SIZE, O.parse_memory_size)
             or DEFAULT_WRITE_BUFFER,
         )
         travel = [
             k
-            for k, v in (
-                (SNAPSHOT_ID, parsed.snapshot_id),
-                (TAG_NAME, parsed.tag),
-                (TIMESTAMP_MILLIS, parsed.timestamp_ms),
-                (INCREMENTAL_BETWEEN, parsed.incremental),
-            )
-            if v is not None
+            for k in (SNAPSHOT_ID, VERSION_AS_OF, TAG_NAME, TIMESTAMP_MILLIS, TIMESTAMP_AS_OF)
+            if (raw.get(k) or "").strip()
         ]
+        if parsed.incremental is not None:
+            travel.append(INCREMENTAL_BETWEEN)
         if len(travel) > 1:
             raise InvalidOptionError(
-                travel[1], raw[travel[1]], f"give at most one of {', '.join(travel)}"
+                _SPELLED.get(travel[1], travel[1]),
+                raw[travel[1]],
+                f"give at most one of {', '.join(_SPELLED.get(k, k) for k in travel)}",
             )
         return parsed
 
     @property
     def time_travel(self) -> bool:
         return any(x is not None for x in (self.snapshot_id, self.tag, self.timestamp_ms))
+
+
+def _check_keys(raw: Mapping[str, str]) -> None:
+    for key, value in raw.items():
+        if key in KNOWN_KEYS:
+            continue
+        error = unknown_option(key, value, set(KNOWN_KEYS), what="read or write option")
+        if isinstance(error, UnsupportedFeatureError):
+            raise UnsupportedFeatureError(
+                f"the shoal data source does not implement the option {key!r}; see "
+                "docs/spark.md for the options it takes",
+                feature=key,
+            ) from None
+        raise error
+
+
+def _one_of_names(
+    raw: Mapping[str, str],
+    paimon: str,
+    spark: str,
+    parse: Callable[[str], int],
+    spark_parse: Callable[[str], int] | None = None,
+) -> int | None:
+    """The value of an option that has a Paimon name and a Spark name."""
+    value = _get(raw, paimon, parse)
+    if value is not None:
+        return value
+    return _get(raw, spark, spark_parse or parse, _SPELLED[spark])
+
+
+def _instant(text: str) -> int:
+    """``timestampAsOf`` as epoch milliseconds: an ISO 8601 time with its offset
+    (``2026-11-01T08:00:00Z``, ``2026-11-01 10:00:00+02:00``). A time without one is
+    refused: Spark reads it in the session time zone, which a Python source cannot see."""
+    try:
+        instant = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            "expected an ISO 8601 time with its offset, e.g. '2026-11-01T08:00:00Z'"
+        ) from None
+    if instant.tzinfo is None:
+        raise ValueError(
+            "give the time zone too (e.g. '2026-11-01T08:00:00Z' or '+02:00'): Spark reads a "
+            "time without one in spark.sql.session.timeZone, which a Python data source "
+            "cannot see"
+        )
+    return int(instant.timestamp() * 1000)
+
+
+def _filter(raw: Mapping[str, str]) -> str | None:
+    """The ``filter`` option's text; ``filter-pushdown=true`` is refused."""
+    if _get(raw, FILTER_PUSHDOWN, _bool):
+        raise _pushdown_refused()
+    return (raw.get(FILTER) or "").strip() or None
+
+
+def _pushdown_refused() -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(
+        "filter-pushdown is refused: Spark (up to 4.3) keeps the read plan that a Python data "
+        "source made with pushed filters on the DataFrame and reuses it for later queries on "
+        "that DataFrame that push none (and for the other side of a self-join or union), "
+        "which then return only the earlier filter's rows. Spark applies every filter "
+        "itself; to read fewer files, give the read option 'filter' (e.g. "
+        "\"dt = '2026-11-01' and id > 10\"), which makes the DataFrame that part of the "
+        "table for every query on it",
+        feature=FILTER_PUSHDOWN,
+    )
+
+
+def _overwrite_mode(raw: Mapping[str, str]) -> OverwriteMode | None:
+    """What ``mode("overwrite")`` replaces, where the options say: Spark's
+    ``partitionOverwriteMode`` or shoal's ``dynamic-partition-overwrite``."""
+    spark = _get(raw, PARTITION_OVERWRITE_MODE, _mode, "partitionOverwriteMode")
+    dynamic = _get(raw, DYNAMIC_PARTITION_OVERWRITE, _bool)
+    own: OverwriteMode | None = None if dynamic is None else ("dynamic" if dynamic else "static")
+    if spark is not None and own is not None and spark != own:
+        raise InvalidOptionError(
+            DYNAMIC_PARTITION_OVERWRITE,
+            raw[DYNAMIC_PARTITION_OVERWRITE],
+            f"contradicts partitionOverwriteMode = {raw[PARTITION_OVERWRITE_MODE]!r}",
+        )
+    if _get(raw, MERGE_SCHEMA, _bool):
+        raise UnsupportedFeatureError(
+            "mergeSchema: shoal does not evolve a table's schema yet; write rows with the "
+            "table's columns",
+            feature=MERGE_SCHEMA,
+        )
+    return spark or own
+
+
+def _mode(text: str) -> OverwriteMode:
+    lowered = text.lower()
+    if lowered == "static":
+        return "static"
+    if lowered == "dynamic":
+        return "dynamic"
+    raise ValueError("expected 'static' or 'dynamic'")
 
 
 def normalize_path(path: str) -> str:
@@ -116,14 +260,16 @@ def open_store(path: str) -> FileStore:
     return FileStore(file_io, path, root, schema)
 
 
-def _get(raw: Mapping[str, str], key: str, parse: Callable[[str], V]) -> V | None:
+def _get(
+    raw: Mapping[str, str], key: str, parse: Callable[[str], V], spelled: str | None = None
+) -> V | None:
     text = raw.get(key)
     if text is None or text.strip() == "":
         return None
     try:
         return parse(text.strip())
     except ValueError as exc:
-        raise InvalidOptionError(key, text, str(exc)) from None
+        raise InvalidOptionError(spelled or key, text, str(exc)) from None
 
 
 def _bool(text: str) -> bool:

@@ -53,7 +53,8 @@ def write_table(
         )
     logger.info("writing %s through the shoal data source: %s", path, reason)
     writer = df.write.format("shoal").mode(mode)
-    if dynamic_partition_overwrite:
-        writer = writer.option("dynamic-partition-overwrite", "true")
+    if mode == "overwrite":
+        scope = "dynamic" if dynamic_partition_overwrite else "static"
+        writer = writer.option("partitionOverwriteMode", scope)
     writer.save(path)
     return None

@@ -35,9 +35,9 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from shoal import options as O
-from shoal.errors import SchemaMismatchError, SequenceConflictError
+from shoal.errors import InvalidOptionError, SchemaMismatchError, SequenceConflictError
 from shoal.spark.read import table_columns
-from shoal.spark.source_options import SourceOptions, normalize_path, open_store
+from shoal.spark.source_options import OverwriteMode, SourceOptions, normalize_path, open_store
 from shoal.spec.data_file import DataFileMeta
 from shoal.spec.snapshot import Snapshot
 from shoal.table import kv
@@ -105,10 +105,11 @@ class ShoalWriter(DataSourceArrowWriter):
 
     def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
         store = open_store(options.path)
+        store.require_writable()
         self._path = options.path
         self._names = conformed_names(schema, store)
         self._overwrite = overwrite
-        self._dynamic = overwrite and options.dynamic_overwrite
+        self._dynamic = overwrite and overwrite_mode(store, options) == "dynamic"
         self._buffer_size = options.write_buffer_size
         self._primary_key = store.is_primary_key
         self._first_sequence = first_free_sequence(store) if store.is_primary_key else 0
@@ -263,6 +264,31 @@ class _Renumber:
         rows = rows.set_column(index, rows.schema.field(index), shifted)
         writer = RollingFileWriter(store, m.partition, m.bucket, layout=self.layout, level=f.level)
         return write_all(writer, [rows])
+
+
+def overwrite_mode(store: FileStore, options: SourceOptions) -> OverwriteMode:
+    """What ``mode("overwrite")`` replaces in ``store``: the options' choice, and for
+    an unpartitioned table (where both modes replace everything) ``static``.
+
+    Raises:
+        InvalidOptionError: a partitioned table and no choice in the options. Spark
+            hands a Python data source neither its session setting
+            ``spark.sql.sources.partitionOverwriteMode`` nor the mode it implies, so
+            guessing would wipe the table for a session that means ``dynamic``.
+    """
+    if options.overwrite_mode is not None:
+        return options.overwrite_mode
+    if not store.schema.partition_keys:
+        return "static"
+    raise InvalidOptionError(
+        "partitionOverwriteMode",
+        None,
+        f"an overwrite of the partitioned table {store.uri!r} must say what it replaces: "
+        ".option('partitionOverwriteMode', 'static') for the whole table, or 'dynamic' for "
+        "the partitions present in the data (in SQL: INSERT OVERWRITE t WITH "
+        "('partitionOverwriteMode' = 'dynamic') ...). Spark does not hand its session "
+        "setting spark.sql.sources.partitionOverwriteMode to a Python data source",
+    )
 
 
 def overwrite_scope(

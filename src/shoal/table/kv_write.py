@@ -53,6 +53,7 @@ class KeyValueWriter:
     """Buffers one write's rows per bucket; ``prepare_commit`` turns them into files."""
 
     def __init__(self, store: FileStore, settings: MergeSettings) -> None:
+        store.require_writable()
         self.store = store
         self.layout = KeyValueLayout(store.schema)
         self.settings = settings

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shoal import options as O
+from shoal.errors import UnsupportedFeatureError
 from shoal.spec import binary_row
 from shoal.spec import manifest as M
 from shoal.spec import types as T
@@ -240,8 +241,10 @@ def make_splits(
     """
     target = store.options.get(O.SPLIT_TARGET_SIZE)
     open_cost = store.options.get(O.SPLIT_OPEN_FILE_COST)
+    check = readable_file_check(store)
     by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
     for entry in entries:
+        check(entry.file)
         by_bucket[(entry.partition, entry.bucket)].append(entry.file)
     splits = []
     for (partition, bucket), files in by_bucket.items():
@@ -264,3 +267,48 @@ def make_splits(
                 DataSplit(store.uri, snapshot_id, values, bucket, bucket_path, tuple(pack))
             )
     return splits
+
+
+def readable_file_check(store: FileStore) -> Callable[[DataFileMeta], None]:
+    """A check that a data file holds what shoal's readers read exactly: a Parquet file
+    in its bucket directory, with every column, written under a schema whose columns
+    (by field id) are the table's, so that reading columns by name is reading them by
+    field id. Raises UnsupportedFeatureError for any other file, before anything is read.
+
+    Tables written by Paimon's engines may hold files of other formats (ORC was
+    Paimon's default up to 0.8, so a table whose options name no format may hold it),
+    files outside the table (external paths), files with some columns only (data
+    evolution), and files written before a column was added, renamed, dropped or
+    retyped (schema evolution).
+    """
+    columns = [(f.id, f.name, f.type) for f in store.schema.fields]
+    alike = {store.schema.id}
+
+    def check(f: DataFileMeta) -> None:
+        if not f.file_name.endswith(".parquet"):
+            kind = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else "unknown"
+            _refuse(store, f"{kind} data files ({f.file_name})", "file format")
+        if f.external_path:
+            _refuse(store, f"data files in external paths ({f.external_path})", "external paths")
+        if f.write_cols is not None:
+            _refuse(store, f"files with some columns only ({f.file_name})", "data evolution")
+        if f.schema_id not in alike:
+            other = store.schema_of(f.schema_id)
+            if [(c.id, c.name, c.type) for c in other.fields] != columns:
+                _refuse(
+                    store,
+                    f"files written under schema {f.schema_id}, whose columns differ from "
+                    f"those of schema {store.schema.id} ({f.file_name})",
+                    "schema evolution",
+                )
+            alike.add(f.schema_id)
+
+    return check
+
+
+def _refuse(store: FileStore, what: str, feature: str) -> None:
+    raise UnsupportedFeatureError(
+        f"table {store.uri!r} holds {what}, which shoal does not read yet; read it with "
+        "Paimon's own engines (Flink, Spark with the Paimon jar)",
+        feature=feature,
+    )

@@ -8,8 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from shoal import features
 from shoal import options as O
-from shoal.errors import UnsupportedFeatureError
 from shoal.io import FileIO
 from shoal.options import Options
 from shoal.spec import binary_row
@@ -37,12 +37,7 @@ class FileStore:
         self.root = root
         self.schema = schema
         self.options = Options(schema.options)
-        file_format = schema.options.get(O.FILE_FORMAT.key, O.FILE_FORMAT.default)
-        if file_format != "parquet":
-            raise UnsupportedFeatureError(
-                f"table {uri!r} stores {file_format} data files; shoal reads and writes "
-                "Parquet tables only"
-            )
+        features.require(schema.options, primary_key=self.is_primary_key, table=uri, scope="read")
         self.paths = PathFactory(root, data_file_prefix=self.options.get(O.DATA_FILE_PREFIX))
         self.snapshots = SnapshotManager(file_io, self.paths)
         self.schemas = SchemaManager(file_io, self.paths)
@@ -130,6 +125,14 @@ class FileStore:
     def decode_key(self, data: bytes) -> tuple[Any, ...]:
         """A data file's min or max key as a comparable tuple."""
         return binary_row.deserialize(data, self.layout.key_types)
+
+    def require_writable(self) -> None:
+        """Refuse a write or compaction of a table whose options switch on a feature
+        shoal does not implement for writes (a changelog producer, say). Raises
+        UnsupportedFeatureError before anything is written."""
+        features.require(
+            self.schema.options, primary_key=self.is_primary_key, table=self.uri, scope="write"
+        )
 
     def schema_of(self, schema_id: int) -> TableSchema:
         return self.schema if schema_id == self.schema.id else self.schemas.schema(schema_id)

@@ -392,6 +392,7 @@ class Table:
         """
         self._require_primary_key("compact")
         O.validate(self._store.schema.options)
+        self._store.require_writable()
         from shoal.compaction.compact import compact_with
 
         result = compact_with(self._store, self._committer, strategy, event_time_threshold)

@@ -305,6 +305,7 @@ class AppendWriter:
     """Writes rows of an append table (or any table's rows, as they are) into data files."""
 
     def __init__(self, store: FileStore) -> None:
+        store.require_writable()
         self.store = store
         self._writers: dict[tuple[bytes, int], RollingFileWriter] = {}
 
