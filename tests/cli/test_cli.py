@@ -238,7 +238,7 @@ def test_unexpected_errors_exit_1_without_traceback(
     def boom(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(shoal.Table, "snapshots", boom)
+    monkeypatch.setattr(shoal.Table, "system_table", boom)
     result = run("snapshots", orders.path)
     assert result.exit_code == 1
     assert "disk on fire" in result.stderr

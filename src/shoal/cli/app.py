@@ -14,6 +14,7 @@ from shoal.cli import demo, ingest, maintenance, read, tables, tags
 from shoal.cli.common import output_of
 from shoal.cli.exit_codes import MEANINGS, exit_code_for
 from shoal.errors import (
+    CorruptMetadataError,
     ShoalError,
     SnapshotNotFoundError,
     TableAlreadyExistsError,
@@ -99,6 +100,11 @@ def _hint(exc: ShoalError) -> str | None:
         return "'shoal tag create --replace' moves an existing tag"
     if isinstance(exc, SnapshotNotFoundError):
         return "'shoal snapshots TABLE' lists the snapshots"
+    if isinstance(exc, CorruptMetadataError):
+        return (
+            "'shoal snapshots TABLE' lists the snapshots, marking damaged ones; "
+            "'shoal rollback TABLE --snapshot N' returns to an earlier one"
+        )
     if isinstance(exc, TableNotFoundError):
         return "'shoal table list --warehouse DIR' lists the tables"
     if isinstance(exc, TableAlreadyExistsError):

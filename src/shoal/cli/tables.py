@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from shoal.catalog import Catalog
 from shoal.cli.common import (
     catalog_target,
+    is_path,
     open_table,
     output,
     require_warehouse,
@@ -17,10 +20,11 @@ from shoal.cli.common import (
     table_label,
     table_options,
 )
+from shoal.cli.exit_codes import CORRUPT
 from shoal.cli.output import format_bytes, rows_of
 from shoal.cli.parsing import parse_options, parse_schema, split_names
-from shoal.errors import ShoalError
-from shoal.table.system_tables import SYSTEM_TABLES
+from shoal.errors import ShoalError, SnapshotNotFoundError
+from shoal.table.system_tables import DAMAGED, SYSTEM_TABLES
 from shoal.table.table import Table
 
 SNAPSHOT_COLUMNS = (
@@ -223,16 +227,22 @@ def _listing(catalog: Catalog, database: str, name: str) -> dict[str, Any]:
 @table_argument
 @table_options
 def snapshots(table: str, warehouse: str | None) -> None:
-    """List the snapshots of TABLE, oldest first (the 'snapshots' system table)."""
+    """List the snapshots of TABLE, oldest first (the 'snapshots' system table).
+
+    A snapshot whose file is damaged is listed with its error (in JSON: "status"
+    "damaged" and "error"), after the readable ones, with the rollback that removes
+    it; the command then exits with code 5.
+    """
     opened = open_table(table, warehouse)
     rows = opened.system_table("snapshots").to_pylist()
-    for row, snapshot in zip(rows, opened.snapshots(), strict=True):
-        row["properties"] = dict(snapshot.properties or {})
+    for row in rows:
+        row["properties"] = _properties(opened, row) if row["status"] != DAMAGED else None
+    damaged = [r for r in rows if r["status"] == DAMAGED]
     out = output()
-    out.result(
-        rows,
-        lambda: out.rows(
-            rows,
+
+    def render() -> None:
+        out.rows(
+            [r for r in rows if r["status"] != DAMAGED],
             SNAPSHOT_COLUMNS,
             headers={
                 "snapshot_id": "id",
@@ -240,8 +250,51 @@ def snapshots(table: str, warehouse: str | None) -> None:
                 "delta_record_count": "delta",
             },
             right=["snapshot_id", "total_record_count", "delta_record_count", "schema_id"],
-        ),
+        )
+        for row in damaged:
+            out.print(
+                f"[red]snapshot {row['snapshot_id']} is damaged:[/red] {escape(row['error'])}"
+            )
+
+    out.result(rows, render)
+    if damaged:
+        target = shlex.join(
+            [*(["-w", warehouse] if warehouse and not is_path(table) else []), table]
+        )
+        hint = _damage_hint(target, rows, [r["snapshot_id"] for r in damaged])
+        out.note(f"hint: {escape(hint)}")
+        click.get_current_context().exit(CORRUPT)
+
+
+def _properties(table: Table, row: dict[str, Any]) -> dict[str, str] | None:
+    """The properties of a listed snapshot (read just now: ``snapshot`` finds it
+    parsed), None if it expired since."""
+    try:
+        return dict(table.snapshot(row["snapshot_id"]).properties or {})
+    except SnapshotNotFoundError:
+        return None
+
+
+def _damage_hint(target: str, rows: list[dict[str, Any]], damaged: list[int]) -> str:
+    """What to do about damaged snapshots: the rollback that removes them all (to the
+    newest readable snapshot below the oldest damaged one), or a restore."""
+    below = [
+        r["snapshot_id"] for r in rows if r["status"] != DAMAGED and r["snapshot_id"] < damaged[0]
+    ]
+    latest_ok = rows[-1]["status"] != DAMAGED
+    restore = "restore the damaged files from a backup"
+    if not below:
+        return f"{restore}; no readable snapshot precedes snapshot {damaged[0]}"
+    rollback = (
+        f"'shoal rollback {target} --snapshot {below[-1]}' makes snapshot {below[-1]} the "
+        "latest, removing every later snapshot and its tags"
     )
+    if latest_ok:
+        return (
+            f"snapshot {rows[-1]['snapshot_id']}, the latest, is readable; only reads at the "
+            f"damaged ones fail. To repair, {restore}, or {rollback}"
+        )
+    return f"{rollback}; or {restore}"
 
 
 @click.command("system", short_help="Print a system table (files, manifests, ...).")

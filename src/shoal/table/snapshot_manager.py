@@ -133,12 +133,31 @@ class SnapshotManager:
         raise AssertionError("unreachable")
 
     def snapshots(self) -> Iterator[Snapshot]:
-        """Every snapshot there is, oldest first (skipping any that expire meanwhile)."""
+        """Every snapshot there is, oldest first (skipping any that expire meanwhile).
+        Raises CorruptMetadataError at the first snapshot file that cannot be read."""
         for snapshot_id in self.list_ids():
             try:
                 yield self.snapshot(snapshot_id)
             except SnapshotNotFoundError:
                 continue
+
+    def survey(self) -> tuple[list[Snapshot], dict[int, CorruptMetadataError]]:
+        """Every snapshot there is, oldest first, and apart from them the ones whose file
+        cannot be read, by id with the error reading it raises.
+
+        A damaged snapshot file spoils only its own snapshot: the others stay readable,
+        and a listing that shows them (with the damaged ids) is what a user needs to
+        pick the snapshot to roll back to. Snapshots that expire meanwhile are skipped."""
+        readable: list[Snapshot] = []
+        damaged: dict[int, CorruptMetadataError] = {}
+        for snapshot_id in self.list_ids():
+            try:
+                readable.append(self.snapshot(snapshot_id))
+            except SnapshotNotFoundError:
+                continue
+            except CorruptMetadataError as exc:
+                damaged[snapshot_id] = exc
+        return readable, damaged
 
     def earlier_or_equal_time_millis(self, time_millis: int) -> Snapshot | None:
         """The latest snapshot committed at or before ``time_millis`` (bisection over

@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 _MS = pa.timestamp("ms")
 
+# The ``status`` of a row of the ``snapshots`` table.
+OK = "ok"
+DAMAGED = "damaged"
+
 
 def _local_time(millis: int) -> datetime:
     """Epoch millis as a naive local wall-clock time, as Paimon shows commit times."""
@@ -32,32 +36,40 @@ def _local_time(millis: int) -> datetime:
 
 
 def snapshots_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
-    rows = list(store.snapshots.snapshots())
+    """One row per snapshot file, oldest first. A file that cannot be read is a row
+    too, with only its ``snapshot_id``, ``status`` ``damaged`` and the ``error`` (the
+    other rows: ``ok`` and null), so that one damaged file hides no snapshot."""
+    readable, damaged = store.snapshots.survey()
+    ids = sorted([s.id for s in readable] + list(damaged))
+    by_id = {s.id: s for s in readable}
+    rows = [by_id.get(i) for i in ids]
+
+    def column(value: Callable[[Snapshot], Any], kind: pa.DataType) -> pa.Array:
+        return pa.array([value(s) if s is not None else None for s in rows], kind)
+
     return pa.table(
         {
-            "snapshot_id": pa.array([s.id for s in rows], pa.int64()),
-            "schema_id": pa.array([s.schema_id for s in rows], pa.int64()),
-            "commit_user": pa.array([s.commit_user for s in rows], pa.string()),
-            "commit_identifier": pa.array([s.commit_identifier for s in rows], pa.int64()),
-            "commit_kind": pa.array([s.commit_kind for s in rows], pa.string()),
-            "commit_time": pa.array([_local_time(s.time_millis) for s in rows], _MS),
-            "base_manifest_list": pa.array([s.base_manifest_list for s in rows], pa.string()),
-            "delta_manifest_list": pa.array([s.delta_manifest_list for s in rows], pa.string()),
-            "changelog_manifest_list": pa.array(
-                [s.changelog_manifest_list for s in rows], pa.string()
+            "snapshot_id": pa.array(ids, pa.int64()),
+            "schema_id": column(lambda s: s.schema_id, pa.int64()),
+            "commit_user": column(lambda s: s.commit_user, pa.string()),
+            "commit_identifier": column(lambda s: s.commit_identifier, pa.int64()),
+            "commit_kind": column(lambda s: s.commit_kind, pa.string()),
+            "commit_time": column(lambda s: _local_time(s.time_millis), _MS),
+            "base_manifest_list": column(lambda s: s.base_manifest_list, pa.string()),
+            "delta_manifest_list": column(lambda s: s.delta_manifest_list, pa.string()),
+            "changelog_manifest_list": column(lambda s: s.changelog_manifest_list, pa.string()),
+            "total_record_count": column(lambda s: s.total_record_count, pa.int64()),
+            "delta_record_count": column(lambda s: s.delta_record_count, pa.int64()),
+            "changelog_record_count": column(lambda s: s.changelog_record_count, pa.int64()),
+            "watermark": column(lambda s: s.watermark, pa.int64()),
+            "next_row_id": column(lambda s: s.next_row_id, pa.int64()),
+            "operation": column(lambda s: s.operation, pa.string()),
+            "writer_version": column(lambda s: s.writer_version, pa.string()),
+            "status": pa.array([OK if i in by_id else DAMAGED for i in ids], pa.string()),
+            "error": pa.array(
+                [str(damaged[i]) if i in damaged else None for i in ids], pa.string()
             ),
-            "total_record_count": pa.array([s.total_record_count for s in rows], pa.int64()),
-            "delta_record_count": pa.array([s.delta_record_count for s in rows], pa.int64()),
-            "changelog_record_count": pa.array(
-                [s.changelog_record_count for s in rows], pa.int64()
-            ),
-            "watermark": pa.array([s.watermark for s in rows], pa.int64()),
-            "next_row_id": pa.array([s.next_row_id for s in rows], pa.int64()),
-            "operation": pa.array([s.operation for s in rows], pa.string()),
-            "writer_version": pa.array([s.writer_version for s in rows], pa.string()),
-            "read_optimized_watermark": pa.array(
-                [watermark_of(s.properties) for s in rows], pa.int64()
-            ),
+            "read_optimized_watermark": column(lambda s: watermark_of(s.properties), pa.int64()),
         }
     )
 
@@ -311,6 +323,10 @@ def freshness_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
         }
     )
 
+
+# The system tables that describe one snapshot (the latest, or the one time travel
+# names); the others describe the table as it is.
+NEEDS_SNAPSHOT = frozenset({"files", "manifests", "partitions", "freshness"})
 
 SYSTEM_TABLES: dict[str, Callable[[FileStore, Snapshot | None], pa.Table]] = {
     "snapshots": snapshots_table,

@@ -38,7 +38,7 @@ from shoal.table.read import merged_batches, read_batches, read_merged, read_tab
 from shoal.table.scan import DataSplit, live_entries, make_splits, restrict
 from shoal.table.schema_manager import SchemaManager
 from shoal.table.store import FileStore
-from shoal.table.system_tables import system_table
+from shoal.table.system_tables import NEEDS_SNAPSHOT, system_table
 from shoal.table.tag_manager import TagManager
 from shoal.table.write import AppendWriter, CommitMessage
 
@@ -281,7 +281,26 @@ class Table:
         return self._store.snapshots.snapshot(snapshot_id)
 
     def snapshots(self) -> list[Snapshot]:
-        return list(self._store.snapshots.snapshots())
+        """Every readable snapshot, oldest first.
+
+        A snapshot whose file is damaged (cut short, emptied, not a snapshot) is left
+        out, with a warning in the log: the others stay readable, and this list is where
+        to find the snapshot to roll back to. ``damaged_snapshots()`` names the ones left
+        out; reading at one of them still raises CorruptMetadataError."""
+        readable, damaged = self._store.snapshots.survey()
+        for snapshot_id, error in damaged.items():
+            logger.warning("snapshot %s is left out of the listing: %s", snapshot_id, error)
+        return readable
+
+    def damaged_snapshots(self) -> dict[int, CorruptMetadataError]:
+        """The snapshots whose file cannot be read, by id, each with the error a read at
+        it raises (``path`` names the file, ``reason`` what is wrong). Empty for a
+        healthy table.
+
+        ``rollback_to(snapshot_id=...)`` to the newest readable snapshot below a damaged
+        one removes it with every later snapshot; restoring the file from a backup keeps
+        them."""
+        return self._store.snapshots.survey()[1]
 
     # --- writing -----------------------------------------------------------------------------
     def _write(self, data: Any) -> list[CommitMessage]:
@@ -714,5 +733,11 @@ class Table:
         tags, freshness (the compaction backlog per partition and bucket).
 
         ``files`` and ``manifests`` follow time travel, as Paimon's ``$files`` does.
+        ``snapshots`` lists damaged snapshot files too (its ``status`` and ``error``
+        columns), so it is readable whatever snapshot is damaged.
         """
+        if snapshot_id is None and tag is None and name not in NEEDS_SNAPSHOT:
+            # These describe the table as it is and read no snapshot: a damaged latest
+            # snapshot must not hide the snapshots listing.
+            return system_table(self._store, name, None)
         return system_table(self._store, name, self._resolve(snapshot_id, tag, None))
