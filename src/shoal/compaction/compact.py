@@ -192,7 +192,8 @@ def compact(
     Raises:
         CommitConflictError: every attempt lost its race. The files the compaction
             rewrote were in no snapshot and are deleted; the table is as if it had
-            not run.
+            not run. Any other error of the commit propagates as it is and deletes
+            nothing: the commit may have been published.
     """
     retries = store.options.get(O.COMMIT_MAX_RETRIES) if max_retries is None else max_retries
     attempts = retries + 1
@@ -222,7 +223,8 @@ def compact(
                     if other is not None:  # nothing written yet: plan again at once
                         lost = f"another compaction committed snapshot {other} meanwhile"
                         continue
-                rewritten.add(tasks, rewrite_all(store, tasks))
+                if tasks:
+                    rewritten.add(tasks, rewrite_all(store, tasks))
             except (CorruptMetadataError, CorruptDataFileError):
                 if not store.snapshots.superseded(latest.id):
                     raise
@@ -263,7 +265,7 @@ def compact(
     rewritten.discard()
     raise CommitConflictError(
         f"compaction lost its race to concurrent commits {attempts} time(s) "
-        f"(commit.max-retries is {retries}); the files it rewrote were deleted and the "
+        f"(commit.max-retries is {retries}); the files it rewrote are removed and the "
         f"table is as before. Last conflict: {lost}. Run it again, or raise "
         "'commit.max-retries'"
     )
