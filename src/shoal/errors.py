@@ -177,7 +177,13 @@ class PartitionExpiredError(ShoalError):
 
 
 class CommitConflictError(ShoalError):
-    """A commit lost to a concurrent one and could not be re-planned safely."""
+    """A commit lost to a concurrent one and could not be re-planned safely; nothing
+    was committed. ``attempts``: how many times an operation that plans again (a
+    compaction) planned and tried to commit; None for a single commit."""
+
+    def __init__(self, message: str, *, attempts: int | None = None) -> None:
+        super().__init__(message)
+        self.attempts = attempts
 
 
 class SequenceConflictError(CommitConflictError):

@@ -145,6 +145,7 @@ def test_a_compaction_that_loses_every_attempt_deletes_what_it_rewrote(
     rewrites = Rewrites(meanwhile)
     with pytest.raises(shoal.CommitConflictError, match=rf"{retries + 1} time") as caught:
         compact(table._store, table._committer, FullCompaction(), rewrite_all=rewrites)
+    assert caught.value.attempts == retries + 1
     assert "commit.max-retries" in str(caught.value)
     assert len(rewrites.calls) == retries + 1
     assert rewrites.written

@@ -267,7 +267,8 @@ def compact(
         f"compaction lost its race to concurrent commits {attempts} time(s) "
         f"(commit.max-retries is {retries}); the files it rewrote are removed and the "
         f"table is as before. Last conflict: {lost}. Run it again, or raise "
-        "'commit.max-retries'"
+        "'commit.max-retries'",
+        attempts=attempts,
     )
 
 
