@@ -225,7 +225,8 @@ def events(ids: list[int] | range, tag: str = "a") -> pa.Table:
 
 
 def by_id(table: pa.Table) -> list[dict[str, Any]]:
-    return table.sort_by("id").to_pylist()
+    rows: list[dict[str, Any]] = table.sort_by("id").to_pylist()
+    return rows
 
 
 def test_row_kinds_time_travel_tags_and_rollback(java: JavaPaimon, tmp_path: Path) -> None:
