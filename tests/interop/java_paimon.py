@@ -126,7 +126,8 @@ class JavaPaimonError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """Jars and compiled classes: $SHOAL_JAVA_PAIMON_CACHE, else <repo>/.venvs/java-paimon."""
+    """Jars, compiled oracle and archives: $SHOAL_JAVA_PAIMON_CACHE, else
+    <repo>/.venvs/java-paimon."""
     configured = os.environ.get(CACHE_ENV_VAR)
     if configured:
         return Path(configured).expanduser().resolve()
@@ -266,7 +267,8 @@ def install(version: Version) -> Installation:
     """Downloads the jar, compiles the oracle and records its class-data archive on first use.
 
     The compiled jar and the archive are keyed by the source's hash, so an edit of
-    PaimonOracle.java recompiles. The first call takes about 15 s per version.
+    PaimonOracle.java recompiles. The first call takes 20-30 s per version (download, javac,
+    the archive's warm-up run).
     """
     jar_spec = JARS[version]
     root = cache_dir() / version
@@ -909,13 +911,16 @@ class JavaPaimon:
             index = int(error["op_index"])
             name = ops[index].request["op"] if index < len(ops) else "closing the catalog"
             causes = [str(c) for c in error["causes"]]
-            message = f"{error['class']}: {error['message']}"
+            java_message = error["message"] or ""
+            # An exception without a message (a failed precondition) is named by its place.
+            detail = java_message or f"(no message; thrown at {error['thrown_at']})"
+            message = f"{error['class']}: {detail}"
             message += "".join(f"\n  caused by {c}" for c in causes)
             raise JavaPaimonError(
                 f"Java Paimon {self.version} {name} (operation {index + 1} of {len(ops)}) "
                 f"failed: {message}",
                 java_class=str(error["class"]),
-                java_message=str(error["message"]),
+                java_message=java_message,
                 causes=causes,
                 op=name,
                 op_index=index,

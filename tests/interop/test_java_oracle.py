@@ -376,6 +376,18 @@ def test_java_failures_raise_java_message(java: JavaPaimon, tmp_path: Path) -> N
     assert "\tat " not in str(error)
     assert "\tat " in error.java_stack
 
+    # A failure inside Paimon reads the same way, even one without a message: its Parquet
+    # reader trips a precondition on the TIMESTAMP(9) values before 1970 its writer stored.
+    with pytest.raises(JavaPaimonError, match=r"IllegalArgumentException: \(no message; thrown"):
+        java.run(
+            tmp_path,
+            [
+                jp.create_table("db.ns", pa.schema([("t", pa.timestamp("ns"))])),
+                jp.write("db.ns", pa.table({"t": pa.array([-1], pa.timestamp("ns"))})),
+                jp.read("db.ns"),
+            ],
+        )
+
 
 # --- Java and shoal -------------------------------------------------------------------------
 

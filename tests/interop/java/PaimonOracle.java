@@ -894,7 +894,9 @@ public final class PaimonOracle {
         ObjectNode out = JSON.objectNode();
         out.put("op_index", index);
         out.put("class", error.getClass().getName());
-        out.put("message", String.valueOf(error.getMessage()));
+        out.put("message", error.getMessage());
+        StackTraceElement[] frames = error.getStackTrace();
+        out.put("thrown_at", frames.length == 0 ? null : frames[0].toString());
         ArrayNode causes = out.putArray("causes");
         for (Throwable cause = error.getCause();
                 cause != null && cause != cause.getCause();
