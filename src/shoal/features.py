@@ -235,13 +235,15 @@ def check_option_keys(options: Mapping[str, str]) -> None:
     declared = {o.key for o in O.declared()}
     for key, value in options.items():
         if key not in declared and not K.is_user_key(key):
-            raise unknown_option(key, value, declared, what="table option")
+            raise unknown_option(key, value, declared, what="table option", user_keys=True)
 
 
 def unknown_option(
-    key: str, value: object, known: set[str], *, what: str
+    key: str, value: object, known: set[str], *, what: str, user_keys: bool = False
 ) -> InvalidOptionError | UnsupportedFeatureError:
-    """The error for ``key``, which is none of the ``known`` keys of this entry point."""
+    """The error for ``key``, which is none of the ``known`` keys of this entry point
+    (where ``user_keys`` says whether keys under ``user.`` are the user's own)."""
+    aside = " (keys under 'user.' are stored and never read)" if user_keys else ""
     if key in _ARGUMENTS:
         return UnknownOptionError(
             key, value, f"give it as {_ARGUMENTS[key]}, not as a {what}", None
@@ -257,7 +259,7 @@ def unknown_option(
     if K.is_paimon_key(key):
         return UnsupportedFeatureError(
             f"{key!r} is one of Paimon's options, which shoal does not implement; leave it "
-            "out (keys under 'user.' are stored and never read)",
+            f"out{aside}",
             feature=key,
         )
     suggestion = K.nearest(key, known)
@@ -265,6 +267,6 @@ def unknown_option(
     return UnknownOptionError(
         key,
         value,
-        f"it is not a {what} shoal knows; {hint} (keys under 'user.' are stored and never read)",
+        f"it is not a {what} shoal knows; {hint}{aside}",
         suggestion,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -11,7 +12,8 @@ from pyspark.sql import SparkSession
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
-    os.environ.setdefault("PYSPARK_PYTHON", "python3")
+    # Python workers run the interpreter of the tests, which has shoal installed.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # SQL tables made by the tests go to a temporary folder, not the working directory.
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = (

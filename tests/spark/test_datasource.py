@@ -7,27 +7,28 @@ costs about a second, so each test asks Spark only what it must.
 from __future__ import annotations
 
 import pkgutil
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import datasource as D
 from pyspark.sql.functions import col, udf
 from pyspark.sql.types import StructType
 
 import shoal
-from shoal.errors import InvalidOptionError, SchemaMismatchError
+from shoal.errors import (
+    InvalidOptionError,
+    SchemaMismatchError,
+    UnknownOptionError,
+    UnsupportedFeatureError,
+)
 from shoal.spark.datasource import ShoalDataSource, prepare_for_write, register_table
-from shoal.spark.filters import FilterTranslator
 from shoal.spark.read import ShoalPartition, ShoalReader
 from shoal.spark.source_options import SourceOptions, open_store
 from shoal.spark.types import spark_schema
 from shoal.spark.write import ShoalWriter
-from shoal.spec import types as T
 from tests.conftest import ALL_TYPES, EVENTS_SCHEMA, all_types_rows, events, sorted_rows
 
 pytestmark = pytest.mark.spark
@@ -124,6 +125,9 @@ def test_time_travel_options(spark: SparkSession, pk_table: shoal.Table) -> None
         ({"scan.snapshot-id": "1"}, pk_table.to_arrow(snapshot_id=1)),
         ({"scan.tag-name": "v2"}, pk_table.to_arrow(tag="v2")),
         ({"scan.timestamp-millis": str(millis)}, pk_table.to_arrow(timestamp_ms=millis)),
+        # Spark's and Delta Lake's names
+        ({"versionAsOf": "1"}, pk_table.to_arrow(snapshot_id=1)),
+        ({"timestampAsOf": iso(millis)}, pk_table.to_arrow(timestamp_ms=millis)),
     ]
     for options, expected in cases:
         assert spark_rows(load(spark, pk_table.path, **options), "dt", "id") == sorted_rows(
@@ -131,6 +135,33 @@ def test_time_travel_options(spark: SparkSession, pk_table: shoal.Table) -> None
         ), options
     with pytest.raises(InvalidOptionError):
         SourceOptions.parse({"path": "x", "scan.snapshot-id": "1", "scan.tag-name": "v2"})
+    with pytest.raises(InvalidOptionError, match="versionAsOf"):
+        SourceOptions.parse({"path": "x", "versionAsOf": "1", "scan.tag-name": "v2"})
+    with pytest.raises(InvalidOptionError, match="time zone"):  # Spark's zone is not ours
+        SourceOptions.parse({"path": "x", "timestampAsOf": "2026-11-01 08:00:00"})
+
+
+def iso(millis: int) -> str:
+    return datetime.fromtimestamp(millis / 1000, UTC).isoformat()
+
+
+@pytest.mark.parametrize(
+    ("key", "error", "hint"),
+    [
+        ("scan.snapshotid", UnknownOptionError, "scan.snapshot-id"),
+        ("versionasof_", UnknownOptionError, "versionAsOf"),
+        ("scan.mode", UnsupportedFeatureError, "scan.mode"),
+        ("mergeSchema", UnsupportedFeatureError, "mergeSchema"),
+        ("overwriteSchema", UnknownOptionError, "no known key"),
+    ],
+)
+def test_an_option_the_source_does_not_read_is_refused(
+    spark: SparkSession, pk_table: shoal.Table, key: str, error: type[Exception], hint: str
+) -> None:
+    with pytest.raises(error, match=hint):
+        SourceOptions.parse({"path": pk_table.path, key: "true"})
+    with pytest.raises(Exception, match=f"(?i){key}"):  # through Spark, before any read
+        load(spark, pk_table.path, **{key: "true"}).count()
 
 
 def test_a_read_is_pinned_to_the_snapshot_planned(pk_table: shoal.Table) -> None:
@@ -182,66 +213,66 @@ def test_empty_table_and_every_type(spark: SparkSession, catalog: shoal.Catalog)
 # --- filters -----------------------------------------------------------------------------------
 
 
-def test_pushed_filters_prune_partitions_and_files(pk_table: shoal.Table) -> None:
+def test_the_filter_option_prunes_partitions_and_files(pk_table: shoal.Table) -> None:
     everything = files_read(plan(pk_table.path))
-    reader = plan(pk_table.path, **{"filter-pushdown": "true"})
-    filters = [
-        D.EqualTo(("dt",), "d2"),
-        D.GreaterThan(("id",), 11),
-        D.GreaterThan(("value",), 1.0),  # floats: Spark's NaN order, kept by Spark
-        D.StringStartsWith(("name",), "n"),
-    ]
-    rejected = list(reader.pushFilters(filters))
-    assert rejected == filters[2:]
-    pruned = files_read(reader)
-    assert 0 < pruned < everything
+    reader = plan(pk_table.path, filter="dt = 'd2' and id > 11")
+    assert 0 < files_read(reader) < everything
     rows = pa.Table.from_batches([b for p in reader.partitions() for b in reader.read(p)])
     expected = pk_table.to_arrow(filter=[("dt", "=", "d2"), ("id", ">", 11)])
     assert sorted_rows(rows, "id") == sorted_rows(expected, "id")
 
 
-def test_filter_translation() -> None:
-    types = {"id": T.AtomicType(T.BIGINT), "s": T.AtomicType(T.VARCHAR, precision=10)}
-    translator = FilterTranslator({"ID": "id", "s": "s"}, types)
-    dnf, rejected = translator.push(
-        [
-            D.Not(D.EqualNullSafe(("ID",), 3)),
-            D.In(("s",), ("a", None)),
-            D.Not(D.In(("ID",), (1, None))),  # matches nothing in SQL: Spark decides
-            D.IsNotNull(("s",)),
-            D.EqualTo(("ID",), "not a number"),
-            D.EqualTo(("nested", "field"), 1),
-        ]
-    )
-    assert dnf == [
-        [("id", "!=", 3), ("s", "in", ["a"]), ("s", "!=", None)],
-        [("id", "=", None), ("s", "in", ["a"]), ("s", "!=", None)],
-    ]
-    assert len(rejected) == 3
-
-
-def test_spark_filters_give_exact_rows(spark: SparkSession, pk_table: shoal.Table) -> None:
-    conditions = {
-        "dt = 'd1' and id >= 3": [("dt", "=", "d1"), ("id", ">=", 3)],
-        "id in (0, 5, 40) and not (dt <=> 'd2')": [("id", "in", [0, 5, 40]), ("dt", "!=", "d2")],
-        "value > 2.0 and name like 'n%'": [("value", ">", 2.0)],
-    }
-    for condition, dnf in conditions.items():
-        # a new DataFrame per query: Spark reuses a DataFrame's read plan (see datasource)
-        df = load(spark, pk_table.path, **{"filter-pushdown": "true"}).filter(condition)
-        expected = pk_table.to_arrow(filter=dnf)
-        if "like" in condition:
-            expected = expected.filter(pc.starts_with(expected["name"], "n"))
-        assert spark_rows(df, "dt", "id") == sorted_rows(expected, "dt", "id"), condition
-
-
-def test_a_reused_dataframe_reads_all_rows_after_a_filtered_query(
+def test_a_dataframe_with_the_filter_option_is_that_part_of_the_table(
     spark: SparkSession, pk_table: shoal.Table
 ) -> None:
-    # Without pushdown (the default) Spark's reuse of the read plan is harmless.
-    df = load(spark, pk_table.path)
-    assert df.filter("id > 5").count() < pk_table.to_arrow().num_rows
-    assert df.count() == pk_table.to_arrow().num_rows
+    df = load(spark, pk_table.path, filter="dt = 'd1' or id in (5, 14)")
+    expected = pk_table.to_arrow(filter=[[("dt", "=", "d1")], [("id", "in", [5, 14])]])
+    assert spark_rows(df, "dt", "id") == sorted_rows(expected, "dt", "id")
+    assert df.where("id > 4").count() == sum(1 for i in expected["id"].to_pylist() if i > 4)
+    assert df.count() == expected.num_rows  # every query on it sees the same rows
+    with pytest.raises(Exception, match="unknown column 'nope'"):
+        load(spark, pk_table.path, filter="nope = 1").count()
+
+
+def test_filter_pushdown_is_refused() -> None:
+    with pytest.raises(UnsupportedFeatureError) as info:
+        SourceOptions.parse({"path": "/t", "filter-pushdown": "true"})
+    assert info.value.feature == "filter-pushdown"
+    assert SourceOptions.parse({"path": "/t", "filter-pushdown": "false"}).filter is None
+
+
+@pytest.mark.parametrize("pushdown", ["true", "false"])
+def test_one_dataframe_under_different_filters(
+    spark: SparkSession, pk_table: shoal.Table, pushdown: str
+) -> None:
+    """Reused, cached, unioned and self-joined, one DataFrame gives the rows shoal
+    gives, whatever Spark's Python filter pushdown is set to."""
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", pushdown)
+    try:
+        table = pk_table.to_arrow()
+        ids = table["id"].to_pylist()
+        d2 = pk_table.to_arrow(filter=[("dt", "=", "d2")]).num_rows
+        df = load(spark, pk_table.path)
+        assert df.where("dt = 'd2'").count() == d2
+        assert df.count() == table.num_rows
+        assert df.where("id > 5").count() == sum(1 for i in ids if i > 5)
+        assert df.union(df.where("dt = 'd2'")).count() == table.num_rows + d2
+        joined = df.alias("a").join(df.where("dt = 'd2'").alias("b"), ["dt", "id"])
+        assert joined.count() == d2
+        assert df.alias("a").join(df.alias("b"), ["dt", "id"]).count() == table.num_rows
+        cached = load(spark, pk_table.path).cache()
+        try:
+            assert cached.where("id < 3").count() == sum(1 for i in ids if i < 3)
+            assert cached.count() == table.num_rows
+        finally:
+            cached.unpersist()
+        spark.sql(
+            f"CREATE OR REPLACE TEMPORARY VIEW shoal_f USING shoal OPTIONS (path '{pk_table.path}')"
+        )
+        assert spark.sql("SELECT count(*) AS n FROM shoal_f WHERE dt = 'd2'").first()["n"] == d2
+        assert spark.sql("SELECT count(*) AS n FROM shoal_f").first()["n"] == table.num_rows
+    finally:
+        spark.conf.unset("spark.sql.python.filterPushdown.enabled")
 
 
 # --- columns and packing -----------------------------------------------------------------------
@@ -349,10 +380,44 @@ def test_append_overwrite_and_dynamic_overwrite(
     dynamic.option("dynamic-partition-overwrite", "true").save(table.path)
     assert sorted(table.to_arrow()["id"].to_pylist()) == [1, 2, 11, 20]
 
-    frame(spark, new).write.format("shoal").mode("overwrite").save(table.path)
-    assert table.latest_snapshot().id == 5
+    spark_dynamic = frame(spark, [("d1", 30, "w", 4.0)]).write.format("shoal")
+    spark_dynamic.mode("overwrite").option("partitionOverwriteMode", "dynamic").save(table.path)
+    assert sorted(table.to_arrow()["id"].to_pylist()) == [11, 20, 30]
+
+    static = frame(spark, new).write.format("shoal").mode("overwrite")
+    static.option("partitionOverwriteMode", "static").save(table.path)
+    assert table.latest_snapshot().id == 6
     assert table.latest_snapshot().commit_kind == "OVERWRITE"
     assert sorted(table.to_arrow()["id"].to_pylist()) == [10, 11]
+
+
+@pytest.mark.parametrize("session_mode", ["dynamic", "static"])
+def test_an_overwrite_of_a_partitioned_table_must_say_what_it_replaces(
+    spark: SparkSession, catalog: shoal.Catalog, session_mode: str
+) -> None:
+    """Spark does not tell a Python source its session's partitionOverwriteMode, so an
+    overwrite that names no mode is refused rather than guessed (a guess of 'static'
+    under a 'dynamic' session would wipe the other partitions)."""
+    table = catalog.create_table("db.w", EVENTS_SCHEMA, partition_keys=["dt"])
+    table.append(events([1], "a"))
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", session_mode)
+    try:
+        with pytest.raises(Exception, match="partitionOverwriteMode"):
+            frame(spark, [("b", 2, "x", 1.0)]).write.format("shoal").mode("overwrite").save(
+                table.path
+            )
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+    assert table.latest_snapshot().id == 1
+    assert table.to_arrow()["dt"].to_pylist() == ["a"]
+    with pytest.raises(InvalidOptionError, match="contradicts"):
+        SourceOptions.parse(
+            {
+                "path": table.path,
+                "partitionOverwriteMode": "static",
+                "dynamic-partition-overwrite": "true",
+            }
+        )
 
 
 def test_upsert_orders_a_bucket_written_by_several_tasks(
@@ -495,10 +560,3 @@ def test_schema_mismatch_writes_nothing(spark: SparkSession, catalog: shoal.Cata
         wrong_type.write.format("shoal").mode("append").save(table.path)
     assert table.latest_snapshot() is None
     assert not data_files(table)
-
-
-def test_register_switches_on_filter_pushdown(spark: SparkSession) -> None:
-    import shoal.spark
-
-    shoal.spark.register(spark)
-    assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"

@@ -53,6 +53,7 @@ KNOWN_KEYS = frozenset(
         READ_OPTIMIZED,
         INCREMENTAL_BETWEEN,
         COLUMNS,
+        FILTER,
         FILTER_PUSHDOWN,
         DYNAMIC_PARTITION_OVERWRITE,
         WRITE_BUFFER_SIZE,
@@ -63,6 +64,11 @@ KNOWN_KEYS = frozenset(
         O.SPLIT_TARGET_SIZE.key,
         O.SPLIT_OPEN_FILE_COST.key,
     }
+)
+# Properties Spark's session catalog hands over with a catalog table's options: they
+# describe the catalog entry, not the read or write.
+SPARK_CATALOG_PROPERTIES = frozenset(
+    {"owner", "provider", "comment", "external", "location", "is_managed_location"}
 )
 # How the known keys are spelled in messages (Spark's are camel-cased).
 _SPELLED = {
@@ -148,10 +154,11 @@ class SourceOptions:
 
 
 def _check_keys(raw: Mapping[str, str]) -> None:
+    spelled = {_SPELLED.get(k, k) for k in KNOWN_KEYS}
     for key, value in raw.items():
-        if key in KNOWN_KEYS:
+        if key in KNOWN_KEYS or key in SPARK_CATALOG_PROPERTIES:
             continue
-        error = unknown_option(key, value, set(KNOWN_KEYS), what="read or write option")
+        error = unknown_option(key, value, spelled, what="read or write option")
         if isinstance(error, UnsupportedFeatureError):
             raise UnsupportedFeatureError(
                 f"the shoal data source does not implement the option {key!r}; see "
@@ -226,7 +233,7 @@ def _overwrite_mode(raw: Mapping[str, str]) -> OverwriteMode | None:
             raw[DYNAMIC_PARTITION_OVERWRITE],
             f"contradicts partitionOverwriteMode = {raw[PARTITION_OVERWRITE_MODE]!r}",
         )
-    if _get(raw, MERGE_SCHEMA, _bool):
+    if _get(raw, MERGE_SCHEMA, _bool, "mergeSchema"):
         raise UnsupportedFeatureError(
             "mergeSchema: shoal does not evolve a table's schema yet; write rows with the "
             "table's columns",
