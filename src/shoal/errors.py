@@ -27,6 +27,7 @@ message text.
     ├── CorruptDataFileError
     ├── UnsupportedFeatureError
     ├── FileTimeError
+    ├── StoreUnreachableError     (also an OSError)
     └── MissingDependencyError    (also an ImportError)
 """
 
@@ -242,6 +243,35 @@ class FileTimeError(ShoalError):
         )
         self.path = path
         self.mtime_ms = mtime_ms
+
+
+class StoreUnreachableError(ShoalError, OSError):
+    """An object store (S3, GCS) that did not answer within shoal's time limit for it.
+
+    Raised when a catalog or table on the store is opened and the store gives no
+    answer in time (any answer counts, "access denied" included), and when a request to
+    it fails because it cannot be connected to. Also an OSError, so that code handling
+    I/O failures handles this one.
+
+    Attributes:
+        store: the store, as ``s3://bucket`` or ``gs://bucket`` with its endpoint.
+        reason: what the client reported, or that no answer came in time.
+        timeout: the time limit in seconds (``SHOAL_STORE_TIMEOUT``).
+    """
+
+    def __init__(self, store: str, reason: str, timeout: float, check: str) -> None:
+        super().__init__(
+            f"cannot reach the object store {store}: {reason}. Check {check}. A store has "
+            f"{timeout:g} s to answer (the environment variable SHOAL_STORE_TIMEOUT, in "
+            "seconds)"
+        )
+        self.store = store
+        self.reason = reason
+        self.timeout = timeout
+        self.check = check
+
+    def __reduce__(self) -> tuple[type[StoreUnreachableError], tuple[str, str, float, str]]:
+        return StoreUnreachableError, (self.store, self.reason, self.timeout, self.check)
 
 
 class MissingDependencyError(ShoalError, ImportError):

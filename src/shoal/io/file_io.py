@@ -272,11 +272,20 @@ def file_io_for(uri: str) -> tuple[FileIO, str]:
     """The FileIO for a URI or plain path, and the path within its filesystem.
 
     ``s3://bucket/path`` gives an :class:`~shoal.io.s3_file_io.S3FileIO` configured
-    from the usual AWS environment variables (it needs boto3: ``shoal[s3]``)."""
+    from the usual AWS environment variables (it needs boto3: ``shoal[s3]``);
+    ``gs://bucket/path`` a FileIO over pyarrow's GcsFileSystem
+    (:mod:`shoal.io.gcs_file_io`). For both, the store must answer a first request
+    within the store time limit (:mod:`shoal.io.connect`), or StoreUnreachableError."""
+    # The object-store modules load on demand: S3's needs boto3, an extra, and a
+    # pyarrow built without GCS support has no GcsFileSystem.
     if uri.startswith("s3://"):
         from shoal.io.s3_file_io import s3_file_io_for
 
         return s3_file_io_for(uri)
+    if uri.startswith(("gs://", "gcs://")):
+        from shoal.io.gcs_file_io import gcs_file_io_for
+
+        return gcs_file_io_for(uri)
     if "://" not in uri or uri.startswith("file://"):
         local = uri[len("file://") :] if uri.startswith("file://") else uri
         return LocalFileIO(), os.path.abspath(os.path.expanduser(local))

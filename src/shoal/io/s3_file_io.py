@@ -33,7 +33,15 @@ Configuration is the usual AWS one, read when :func:`s3_file_io_for` first sees 
   (looked up once), or ``us-east-1`` with a custom endpoint;
 - credentials: each SDK's default chain (``AWS_ACCESS_KEY_ID``,
   ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_PROFILE`` and the shared
-  files, instance roles), or given explicitly in :class:`S3Options`.
+  files, instance roles), or given explicitly in :class:`S3Options`;
+- how long to wait: the store time limit ``SHOAL_STORE_TIMEOUT`` (seconds, default 30;
+  :mod:`shoal.io.connect`). Each connection attempt of either client times out after
+  a sixth of it; pyarrow makes at most 3 attempts per request and gives up on a
+  response that stalls for a sixth of it, boto3 retries a request at most 5 times and
+  waits a whole time limit for a response. The first contact of a process with a bucket (region
+  lookup and ``HeadBucket``) must be answered within the time limit, or
+  :class:`~shoal.errors.StoreUnreachableError`; so does every boto3 request that cannot
+  connect.
 """
 
 from __future__ import annotations
@@ -52,14 +60,16 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from shoal.errors import InvalidArgumentError, MissingDependencyError
+from shoal.errors import InvalidArgumentError, MissingDependencyError, StoreUnreachableError
+from shoal.io.connect import reach, store_timeout
 from shoal.io.executor import io_threads, parallel_map
 from shoal.io.file_io import DeleteError, FileIO
 
 try:
     import boto3
     from botocore.config import Config
-    from botocore.exceptions import ClientError
+    from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as BotoConnectionError
 except ImportError as exc:  # depends on the installation
     raise MissingDependencyError("s3:// tables", "s3", exc.name or "boto3") from exc
 
@@ -70,6 +80,15 @@ DELETE_BATCH = 1000  # the most keys one DeleteObjects request takes
 # with 409 ConditionalRequestConflict: retry it this many times.
 CONFLICT_RETRIES = 5
 DEFAULT_REGION = "us-east-1"
+ARROW_ATTEMPTS = 3  # pyarrow's own default
+BOTO_RETRIES = 5  # throttling and conditional-put conflicts are retried too
+CHECK = (
+    "the network connection and any proxy (HTTPS_PROXY), the endpoint "
+    "(AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3), the region (AWS_REGION) and the credentials"
+)
+# What boto3 raises for a request that got no answer: the connection failed (refused,
+# timed out, DNS, proxy, TLS) or the response did not come (read timeout, closed).
+_UNANSWERED = (BotoConnectionError, HTTPClientError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +100,22 @@ class S3Options:
     access_key: str | None = None
     secret_key: str | None = None
     session_token: str | None = None
+    timeout: float = 30.0  # the store time limit, seconds (shoal.io.connect)
 
     @staticmethod
     def from_env(environ: Mapping[str, str] | None = None) -> S3Options:
         """Endpoint and region from the AWS environment variables (credentials are
-        left to the SDKs' default chains, which read them from there too)."""
+        left to the SDKs' default chains, which read them from there too), the time
+        limit from ``SHOAL_STORE_TIMEOUT``."""
         env = os.environ if environ is None else environ
         endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
-        return S3Options(endpoint_url=endpoint, region=region)
+        return S3Options(endpoint_url=endpoint, region=region, timeout=store_timeout(env))
+
+    def store(self, bucket: str) -> str:
+        """The store as error messages name it."""
+        where = f" at {self.endpoint_url}" if self.endpoint_url else ""
+        return f"s3://{bucket}{where}"
 
 
 class S3FileIO(FileIO):
@@ -136,6 +162,8 @@ class S3FileIO(FileIO):
             self.client.put_object(Bucket=bucket, Key=key, Body=data)
         except ClientError as exc:
             raise _os_error(exc, path) from exc
+        except _UNANSWERED as exc:
+            raise self.unreachable(bucket, exc) from exc
 
     def overwrite(self, path: str, data: bytes) -> None:
         """A plain put: S3 shows readers the old or the new object, never a part."""
@@ -163,6 +191,8 @@ class S3FileIO(FileIO):
                     time.sleep(random.uniform(0, 0.05 * conflicts))
                     continue
                 raise _os_error(exc, path) from exc
+            except _UNANSWERED as exc:
+                raise self.unreachable(bucket, exc) from exc
             return True
 
     def _holds(self, path: str, data: bytes) -> bool:
@@ -187,10 +217,14 @@ class S3FileIO(FileIO):
             if _status(exc) == 404:
                 return False
             raise _os_error(exc, path) from exc
+        except _UNANSWERED as exc:
+            raise self.unreachable(bucket, exc) from exc
         try:
             self.client.delete_object(Bucket=bucket, Key=key)
         except ClientError as exc:
             raise _os_error(exc, path) from exc
+        except _UNANSWERED as exc:
+            raise self.unreachable(bucket, exc) from exc
         return True
 
     def delete_many(self, paths: Sequence[str]) -> int:
@@ -225,6 +259,9 @@ class S3FileIO(FileIO):
         except ClientError as exc:
             reason = str(_os_error(exc, f"{bucket}/{keys[0]}"))
             return 0, {f"{bucket}/{k}": reason for k in keys}
+        except _UNANSWERED as exc:
+            reason = str(self.unreachable(bucket, exc))
+            return 0, {f"{bucket}/{k}": reason for k in keys}
         errors = {
             f"{bucket}/{e.get('Key', '')}": f"{e.get('Code', '')}: {e.get('Message', '')}"
             for e in response.get("Errors", [])
@@ -236,13 +273,38 @@ class S3FileIO(FileIO):
         bucket, key = split_path(path)
         prefix = f"{key.rstrip('/')}/" if key else ""
         paginator = self.client.get_paginator("list_objects_v2")
-        paths = [
-            f"{bucket}/{o['Key']}"
-            for page in paginator.paginate(Bucket=bucket, Prefix=prefix)
-            for o in page.get("Contents", [])
-        ]
+        try:
+            paths = [
+                f"{bucket}/{o['Key']}"
+                for page in paginator.paginate(Bucket=bucket, Prefix=prefix)
+                for o in page.get("Contents", [])
+            ]
+        except ClientError as exc:
+            raise _os_error(exc, path) from exc
+        except _UNANSWERED as exc:
+            raise self.unreachable(bucket, exc) from exc
         if paths:
             self.delete_many(paths)
+
+    # --- reaching the store ------------------------------------------------------------------
+    def probe(self, bucket: str) -> None:
+        """Ask the store about ``bucket`` (``HeadBucket``); StoreUnreachableError if the
+        request gets no answer. Any answer will do, an error status included: the
+        operations that need the bucket report those."""
+        try:
+            self.client.head_bucket(Bucket=bucket)
+        except ClientError:
+            pass
+        except _UNANSWERED as exc:
+            raise self.unreachable(bucket, exc) from exc
+        except BotoCoreError as exc:  # no request was sent (no credentials, say)
+            logger.debug("could not ask s3://%s whether it is there: %s", bucket, exc)
+
+    def unreachable(self, bucket: str, exc: Exception) -> StoreUnreachableError:
+        """The error for a request to ``bucket`` that got no answer."""
+        return StoreUnreachableError(
+            self.options.store(bucket), str(exc), self.options.timeout, CHECK
+        )
 
 
 def split_path(path: str) -> tuple[str, str]:
@@ -271,6 +333,10 @@ def _arrow_filesystem(options: S3Options) -> pafs.S3FileSystem:
         "region": options.region or DEFAULT_REGION,
         # Small files (most of a table's) go in one PutObject, not a multipart upload.
         "allow_delayed_open": True,
+        # A request that gets no answer gives up within about the store time limit.
+        "connect_timeout": options.timeout / 6,
+        "request_timeout": options.timeout / 6,
+        "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=ARROW_ATTEMPTS),
     }
     if options.endpoint_url:
         endpoint = urlsplit(options.endpoint_url)
@@ -291,7 +357,9 @@ def _arrow_filesystem(options: S3Options) -> pafs.S3FileSystem:
 def _boto3_client(options: S3Options) -> Any:
     config = Config(
         max_pool_connections=io_threads(),
-        retries={"mode": "standard", "max_attempts": 5},
+        connect_timeout=options.timeout / 6,
+        read_timeout=options.timeout,
+        retries={"mode": "standard", "max_attempts": BOTO_RETRIES},
         s3={"addressing_style": "path"} if options.endpoint_url else None,
     )
     endpoint = options.endpoint_url
@@ -311,7 +379,13 @@ def _boto3_client(options: S3Options) -> Any:
 
 def s3_file_io_for(uri: str) -> tuple[S3FileIO, str]:
     """The S3FileIO for ``s3://bucket/path`` (configured from the environment; one
-    instance per configuration), and ``bucket/path``."""
+    instance per configuration), once the bucket answered (see
+    :func:`shoal.io.connect.reach`), and ``bucket/path``.
+
+    Raises:
+        StoreUnreachableError: the store gave no answer within the time limit.
+        InvalidArgumentError: a URI or a ``SHOAL_STORE_TIMEOUT`` that cannot be used.
+    """
     parts = urlsplit(uri)
     if parts.query or parts.fragment:
         raise InvalidArgumentError(
@@ -322,9 +396,20 @@ def s3_file_io_for(uri: str) -> tuple[S3FileIO, str]:
     path = f"{bucket}{parts.path}".rstrip("/")
     split_path(path)
     options = S3Options.from_env()
-    if options.region is None and options.endpoint_url is None:
-        options = replace(options, region=_bucket_region(bucket))
-    return _shared_file_io(options), path
+
+    def connect() -> S3FileIO:
+        resolved = options
+        if options.region is None and options.endpoint_url is None:
+            resolved = replace(options, region=_bucket_region(bucket))
+        file_io = _shared_file_io(resolved)
+        file_io.probe(bucket)
+        return file_io
+
+    store = options.store(bucket)
+    file_io = reach(
+        ("s3", options, bucket), connect, store=store, check=CHECK, timeout=options.timeout
+    )
+    return file_io, path
 
 
 @functools.lru_cache(maxsize=16)
