@@ -10,8 +10,11 @@ archive of a warm-up run (so later JVMs start faster), and caches it all under
 once. A missing `java`/`javac` or a failed download raises, so the tests fail instead of
 being skipped.
 
-One JVM start costs about 1.5 s, so a call takes a list of operations and runs them all in
-one JVM: `JavaPaimon("1.0").run(warehouse, [create_table(...), write(...), read(...)])`.
+Each call starts a JVM (about 0.7 s; a small create, write and read in it about 2 s), so a
+call takes a list of operations and runs them all in that one JVM:
+
+    JavaPaimon("1.0").run(warehouse, [create_table(...), write(...), read(...)])
+
 The methods of `JavaPaimon` named like the operation builders run a single one. Rows cross
 the process boundary as JSON typed by the table's schema (decimals as strings, timestamps
 as epoch millisecond plus nano of millisecond), so every value arrives exactly.
@@ -330,8 +333,8 @@ def _run_jvm(
 def paimon_type(t: pa.DataType, nullable: bool = True) -> str:
     """Paimon's SQL string for an Arrow type (the inverse of `arrow_field`).
 
-    The mapping follows Paimon's own Arrow conversion: strings are STRING, binaries BYTES,
-    timestamp units are precisions 0/3/6/9 and a time zone means WITH LOCAL TIME ZONE.
+    The mapping is the one shoal uses: strings are STRING, binaries BYTES, timestamp units
+    are precisions 0/3/6/9 and a time zone means WITH LOCAL TIME ZONE.
     """
     suffix = "" if nullable else " NOT NULL"
     if pa.types.is_list(t) or pa.types.is_large_list(t):

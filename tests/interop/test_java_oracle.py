@@ -5,7 +5,7 @@ converts, and its row kinds, time travel, tags, rollback, compaction, schema cha
 expiration behave as Paimon documents. When a shoal interop test fails, they show whether
 the harness or shoal is at fault. The last two cross-check shoal in both directions.
 
-Each test batches its steps into one JVM run where it can: a JVM start costs about 1.5 s.
+Each test batches its steps into one JVM run where it can: JVM starts dominate the time.
 
 Java cannot read two things shoal writes, so the shoal-to-Java check leaves them out:
 decimals of precision <= 18 (shoal stores them as fixed-length byte arrays, Java's Parquet
