@@ -12,6 +12,7 @@ from shoal.errors import (
     CorruptMetadataError,
     DatabaseNotFoundError,
     InvalidArgumentError,
+    InvalidInputDataError,
     InvalidOptionError,
     InvalidTagNameError,
     PartitionExpiredError,
@@ -34,7 +35,13 @@ CORRUPT = 5
 _CODES: tuple[tuple[int, tuple[type[Exception], ...]], ...] = (
     (
         USAGE,
-        (InvalidArgumentError, InvalidOptionError, InvalidTagNameError, SchemaMismatchError),
+        (
+            InvalidArgumentError,
+            InvalidOptionError,
+            InvalidTagNameError,
+            SchemaMismatchError,
+            InvalidInputDataError,
+        ),
     ),
     (
         NOT_FOUND,
@@ -57,8 +64,9 @@ MEANINGS: tuple[tuple[int, str], ...] = (
     (FAILURE, "any other error (a Spark job failed, a file system error, ...)"),
     (
         USAGE,
-        "bad usage: an unknown option; an invalid argument, option value or tag name;"
-        " data that does not fit the schema",
+        "bad usage or input: an unknown option; an invalid argument, option value or tag"
+        " name; data that does not fit the schema (a value that does not parse or cast to"
+        " its column's type, a null in a NOT NULL column)",
     ),
     (NOT_FOUND, "not found: table, database, snapshot or tag"),
     (

@@ -2,8 +2,9 @@
 DataFrame into a table (:mod:`shoal.spark`).
 
 Commands that do not run on Spark start without ``pyspark``: the session comes from
-:func:`shoal.spark.session.spark_session`, imported when a Spark command runs. Every
-write goes through :func:`write_dataframe`.
+:func:`shoal.spark.session.spark_session`, source files are read by
+:mod:`shoal.spark.source_files`, both imported when a Spark command runs. Every write
+goes through :func:`write_dataframe`.
 """
 
 from __future__ import annotations
@@ -17,9 +18,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    from shoal.spark.source_files import SourceRead
+
 Format = Literal["parquet", "json", "csv"]
 WriteMode = Literal["append", "upsert", "overwrite"]
+ParseMode = Literal["failfast", "permissive"]
 FORMATS: tuple[Format, ...] = ("parquet", "json", "csv")
+PARSE_MODES: tuple[ParseMode, ...] = ("failfast", "permissive")
 
 
 def spark_session(master: str) -> SparkSession:
@@ -39,27 +44,30 @@ def table_struct(spark: SparkSession, table: Table) -> StructType:
 
 
 def read_source(
-    spark: SparkSession, source: str, fmt: Format, table: Table, *, header: bool = True
-) -> DataFrame:
-    """The rows of ``source`` (a file, directory or glob) with the table's columns.
+    spark: SparkSession,
+    source: str,
+    fmt: Format,
+    table: Table,
+    *,
+    header: bool = True,
+    parse_mode: ParseMode = "failfast",
+) -> SourceRead:
+    """The rows of ``source`` (a file, directory or glob) with the table's columns, as
+    :attr:`~shoal.spark.source_files.SourceRead.frame`.
 
     JSON and CSV are parsed with the table's schema; Parquet keeps its own types and
-    each column is cast to the table's type (Spark's cast rules: a value that does not
-    fit becomes null).
+    each column is cast to the table's type. A value that cannot be read as its
+    column's type fails the job that consumes the rows (``failfast``), or becomes a null
+    that :meth:`~shoal.spark.source_files.SourceRead.nulled_values` counts
+    (``permissive``); a null in a NOT NULL column fails it in both modes. Run that job
+    inside :meth:`~shoal.spark.source_files.SourceRead.checked`, which turns such a
+    failure into :class:`shoal.InvalidInputDataError`.
     """
+    from shoal.spark.source_files import read_source as read
+
+    not_null = [f.name for f in table.schema if not f.nullable]
     struct = table_struct(spark, table)
-    reader = spark.read.format(fmt)
-    if fmt == "csv":
-        reader = reader.option("header", str(header).lower())
-    if fmt in ("json", "csv"):
-        reader = reader.schema(struct)
-    frame = reader.load(source)
-    missing = [f.name for f in struct.fields if f.name not in frame.columns]
-    if missing:
-        raise InvalidArgumentError(
-            f"the source has no columns {missing}; the table needs {struct.fieldNames()}"
-        )
-    return frame.select(*[frame[f.name].cast(f.dataType).alias(f.name) for f in struct.fields])
+    return read(spark, source, fmt, struct, not_null=not_null, header=header, parse_mode=parse_mode)
 
 
 def write_dataframe(

@@ -42,7 +42,10 @@ def spark_session(master: str) -> SparkSession:
 
 
 # Spark's shell sets the level to WARN unless the root logger is at WARN already (and
-# then says so on stderr); the chatty loggers of a local start-up go down to ERROR.
+# then says so on stderr); the chatty loggers of a local start-up go down to ERROR. A
+# failed task is not logged with its Java stack trace: the job's failure reaches the
+# command, which reports it (a source value that does not parse is an error message,
+# not a stack trace).
 _LOG4J2 = """\
 rootLogger.level = warn
 rootLogger.appenderRef.console.ref = console
@@ -54,7 +57,13 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
 logger.native.name = org.apache.hadoop.util.NativeCodeLoader
 logger.native.level = error
 logger.utils.name = org.apache.spark.util.Utils
-logger.utils.level = error
+logger.utils.level = off
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
+logger.files.name = org.apache.spark.sql.execution.datasources.FileFormatWriter
+logger.files.level = off
 """
 
 
