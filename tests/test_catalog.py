@@ -45,7 +45,7 @@ def test_invalid_definitions_write_nothing(catalog: shoal.Catalog, warehouse: st
         catalog.create_table("db.t", EVENTS_SCHEMA, partition_keys=["nope"])
     with pytest.raises(shoal.InvalidOptionError, match=r"commit\.max-retries"):
         catalog.create_table("db.t", EVENTS_SCHEMA, options={"commit.max-retries": "-1"})
-    with pytest.raises(shoal.InvalidOptionError, match=r"file\.format"):
+    with pytest.raises(shoal.UnsupportedFeatureError, match=r"file\.format"):
         catalog.create_table("db.t", EVENTS_SCHEMA, options={"file.format": "orc"})
     with pytest.raises(shoal.SchemaMismatchError, match="no Paimon counterpart"):
         catalog.create_table("db.t", pa.schema([("n", pa.null())]))

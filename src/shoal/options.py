@@ -187,7 +187,13 @@ BUCKET_KEY = _declare(
     )
 )
 FILE_FORMAT = _declare(
-    Option("file.format", _parse_str, "parquet", "Format of data files (shoal writes parquet).")
+    Option(
+        "file.format",
+        _parse_str,
+        "parquet",
+        "Format of data files: parquet (Paimon's orc and avro are refused as unimplemented).",
+        _one_of("parquet", "orc", "avro"),
+    )
 )
 FILE_COMPRESSION = _declare(
     Option("file.compression", _parse_str, "zstd", "Compression codec of data files.")
@@ -289,8 +295,9 @@ MERGE_ENGINE = _declare(
         "merge-engine",
         _parse_str,
         "deduplicate",
-        "How rows of one key combine: deduplicate (the last row wins) or first-row.",
-        _one_of("deduplicate", "first-row"),
+        "How rows of one key combine: deduplicate (the last row wins) or first-row "
+        "(Paimon's partial-update and aggregation are refused as unimplemented).",
+        _one_of("deduplicate", "first-row", "partial-update", "aggregation"),
     )
 )
 SEQUENCE_FIELD = _declare(

@@ -915,8 +915,8 @@ BAD_OPTIONS = [
     ("write-only", "yes"),  # bool
     ("ignore-delete", "1"),
     ("snapshot.clean-empty-directories", ""),
-    ("merge-engine", "aggregation"),  # enum
-    ("file.format", "orc"),
+    ("merge-engine", "aggregate"),  # enum
+    ("file.format", "xls"),
     ("manifest.compression", "lz4"),
     ("tag.automatic-creation", "daily"),
     ("metadata.stats-mode", "truncate(x)"),
