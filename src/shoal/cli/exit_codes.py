@@ -18,10 +18,12 @@ from shoal.errors import (
     PartitionExpiredError,
     SchemaMismatchError,
     SnapshotNotFoundError,
+    StoreUnreachableError,
     TableAlreadyExistsError,
     TableNotFoundError,
     TagAlreadyExistsError,
     TagNotFoundError,
+    UnsupportedFeatureError,
 )
 
 OK = 0
@@ -30,6 +32,8 @@ USAGE = 2
 NOT_FOUND = 3
 CONFLICT = 4
 CORRUPT = 5
+UNSUPPORTED = 6
+UNREACHABLE = 7
 
 # Checked in order, so a subclass listed under one code never falls to another.
 _CODES: tuple[tuple[int, tuple[type[Exception], ...]], ...] = (
@@ -57,6 +61,8 @@ _CODES: tuple[tuple[int, tuple[type[Exception], ...]], ...] = (
         ),
     ),
     (CORRUPT, (CorruptMetadataError, CorruptDataFileError)),
+    (UNSUPPORTED, (UnsupportedFeatureError,)),
+    (UNREACHABLE, (StoreUnreachableError,)),
 )
 
 MEANINGS: tuple[tuple[int, str], ...] = (
@@ -75,6 +81,12 @@ MEANINGS: tuple[tuple[int, str], ...] = (
         "a write into an expired partition",
     ),
     (CORRUPT, "corrupt: a metadata or data file is missing or unreadable"),
+    (
+        UNSUPPORTED,
+        "unsupported: the table, an option or a data file uses a feature of Paimon's that"
+        " shoal does not implement (nothing was read or changed)",
+    ),
+    (UNREACHABLE, "unreachable: the object store did not answer within SHOAL_STORE_TIMEOUT"),
 )
 
 
