@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 import shoal
 from shoal.cli import cli
 from shoal.cli.ingest import ingest_files
+from shoal.spark.source_files import SourceRead
 
 pytestmark = pytest.mark.spark
 
@@ -109,7 +110,10 @@ def test_csv_permissive_ingests_the_value_as_null_and_counts_it(
     human = run("ingest", source, table.path, "--parse-mode", "PERMISSIVE")
     assert human.exit_code == 0, human.output
     assert "ingested 2 rows" in human.stdout
-    assert "1 value that could not be read was ingested as null: amount 1" in human.stdout
+    assert (
+        "1 value that could not be read was ingested as null (amount 1), in 1 malformed record"
+        in human.stdout
+    )
 
 
 def test_valid_source_reports_no_nulled_values(catalog: shoal.Catalog, tmp_path: Path) -> None:
@@ -249,4 +253,26 @@ def test_the_errors_carry_what_they_name(
     with pytest.raises(shoal.NotNullViolationError) as null:
         ingest_files(spark, keys, table, "csv", "append", parse_mode="permissive")
     assert (null.value.column, null.value.counts) == ("id", {"id": 1})
+    assert table.latest_snapshot() is None
+
+
+def test_sparks_own_error_names_the_value_when_a_second_read_fails(
+    spark: SparkSession, catalog: shoal.Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The error comes from the parameters of Spark's error conditions (its file, its
+    record, its field) when the source cannot be read again."""
+
+    def unreadable(self: SourceRead) -> None:
+        raise OSError("gone")
+
+    monkeypatch.setattr(SourceRead, "_diagnose", unreadable)
+    table = catalog.create_table("db.t", SCHEMA)
+    source = write(tmp_path / "orders.json", '{"id": 1, "amount": 1.5}\n{"id": 2, "amount": "x"}\n')
+    with pytest.raises(shoal.InvalidInputDataError) as caught:
+        ingest_files(spark, source, table, "json", "append")
+    error = caught.value
+    assert error.path is not None
+    assert error.path.endswith("orders.json")
+    assert (error.column, error.record) == ("amount", '{"id": 2, "amount": "x"}')
+    assert "'amount'" in str(error)
     assert table.latest_snapshot() is None

@@ -187,16 +187,18 @@ def ingest(
             f"ingested {result.written_records:,} rows from {source} into "
             f"{table_label(opened)} (snapshot {ids})"
         )
-        for line in _nulled_lines(result):
-            out.print(line)
+        nulled = _nulled_line(result)
+        if nulled:
+            out.print(nulled)
 
     out.result(doc, render)
 
 
-def _nulled_lines(result: IngestResult) -> list[str]:
+def _nulled_line(result: IngestResult) -> str | None:
     """What a permissive ingest turned into nulls, for people."""
-    lines = []
     total = sum(result.nulled_values.values())
+    records = result.malformed_records
+    in_records = f"{records:,} malformed record{'' if records == 1 else 's'}"
     if total:
         per_column = ", ".join(f"{name} {n:,}" for name, n in result.nulled_values.items())
         were = (
@@ -204,11 +206,11 @@ def _nulled_lines(result: IngestResult) -> list[str]:
             if total == 1
             else "values that could not be read were"
         )
-        lines.append(f"{total:,} {were} ingested as null: {per_column}")
-    if result.malformed_records:
-        n = result.malformed_records
-        lines.append(f"{n:,} malformed record{'' if n == 1 else 's'} (read as far as possible)")
-    return lines
+        where = f", in {in_records}" if records else ""
+        return f"{total:,} {were} ingested as null ({per_column}){where}"
+    if records:
+        return f"{in_records} ingested as far as {'it' if records == 1 else 'they'} could be read"
+    return None
 
 
 _SUFFIXES: dict[Format, tuple[str, ...]] = {

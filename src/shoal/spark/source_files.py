@@ -175,14 +175,12 @@ class SourceRead:
         that a field the file leaves empty or null is null here too)."""
         corrupt = base[_CORRUPT]
         if self._fmt == "json":
-            strings = S.StructType([S.StructField(n, S.StringType()) for n in self._names])
+            strings = S.StructType(
+                [S.StructField(n, S.StringType()) for n in self._struct.fieldNames()]
+            )
             return F.from_json(corrupt, strings)
-        ddl = ", ".join(f"`{n.replace('`', '``')}` STRING" for n in self._names)
+        ddl = ", ".join(f"`{n.replace('`', '``')}` STRING" for n in self._struct.fieldNames())
         return F.from_csv(corrupt, ddl)
-
-    @property
-    def _names(self) -> list[str]:
-        return self._struct.fieldNames()
 
     def _guarded(self, column: _Column) -> Column:
         """``column``'s value, failing the task where it lost a value (failfast) or is
@@ -211,7 +209,8 @@ class SourceRead:
     # --- after the write -------------------------------------------------------------
 
     def nulled_values(self) -> NulledValues:
-        """The values a permissive read turned into nulls; call after the write."""
+        """The values a permissive read turned into nulls, counted by the job that
+        consumed :attr:`frame` (both write paths run exactly one); call after it."""
         if self._observation is None:
             return NulledValues({}, 0)
         metrics = self._observation.get
@@ -225,9 +224,9 @@ class SourceRead:
 
     @contextmanager
     def checked(self) -> Iterator[None]:
-        """Runs the Spark job that consumes :attr:`frame`, turning its failure on a value
-        of the source into :class:`InvalidInputDataError` (or its subclass
-        :class:`NotNullViolationError`).
+        """Around the Spark job that consumes :attr:`frame`: its failure on a value of the
+        source becomes an :class:`InvalidInputDataError` (or its subclass
+        :class:`NotNullViolationError`); any other failure passes unchanged.
 
         Spark's failure is recognized by its error condition: ``MALFORMED_RECORD_IN_PARSING``
         or ``MALFORMED_CSV_RECORD`` (a failfast CSV or JSON read), ``USER_RAISED_EXCEPTION``
