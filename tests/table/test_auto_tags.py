@@ -8,6 +8,7 @@ import pytest
 
 import shoal
 from shoal.maintenance.auto_tags import expire_tags
+from shoal.table.commit import CommitRequest
 from tests.conftest import EVENTS_SCHEMA, events
 
 
@@ -80,7 +81,7 @@ def test_watermark_tags_follow_the_snapshots_watermark(catalog: shoal.Catalog) -
     for i, watermark in enumerate([None, millis(2026, 3, 1, 0, 5), millis(2026, 3, 2, 9)]):
         writer = AppendWriter(store)
         writer.write(events([i]))
-        committer.commit(writer.prepare_commit(), watermark=watermark)
+        committer.commit(CommitRequest(writer.prepare_commit(), watermark=watermark))
     created = create_automatic_tags(store)
     # Snapshot 1 has no watermark; 2 tags the day before its watermark's day; 3 the next.
     assert created == ["2026-02-28", "2026-03-01"]

@@ -9,7 +9,8 @@ import pytest
 
 import shoal
 from shoal.spec import manifest as M
-from shoal.table.commit import FileStoreCommit
+from shoal.spec.snapshot import CommitKind
+from shoal.table.commit import CommitRequest, FileStoreCommit
 from shoal.table.write import CommitMessage
 from tests.conftest import EVENTS_SCHEMA, events, sorted_rows
 
@@ -118,9 +119,9 @@ def test_deleting_a_file_twice_is_a_conflict(events_table: shoal.Table) -> None:
     entry = next(iter(_live(events_table)))
     compaction = CommitMessage(entry.partition, entry.bucket, entry.total_buckets,
                                deleted_files=(entry.file,))
-    FileStoreCommit(store).commit([compaction], kind="COMPACT")
+    FileStoreCommit(store).commit(CommitRequest([compaction], kind=CommitKind.COMPACT))
     with pytest.raises(shoal.CommitConflictError, match=entry.file.file_name):
-        FileStoreCommit(store).commit([compaction], kind="COMPACT")
+        FileStoreCommit(store).commit(CommitRequest([compaction], kind=CommitKind.COMPACT))
 
 
 def _live(table: shoal.Table) -> list[M.ManifestEntry]:

@@ -11,6 +11,8 @@ import pytest
 import shoal
 from shoal.compaction.compact import compact
 from shoal.compaction.strategies import FullCompaction
+from shoal.spec.snapshot import CommitKind
+from shoal.table.commit import CommitRequest
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string()),
                     ("ts", pa.int64())])
@@ -189,7 +191,7 @@ def test_compaction_conflicts_cleanly(pk: shoal.Table, catalog: shoal.Catalog) -
     other.compact("full")
     before = view(pk)
     with pytest.raises(shoal.CommitConflictError):
-        pk._committer.commit(messages, kind="COMPACT")
+        pk._committer.commit(CommitRequest(messages, kind=CommitKind.COMPACT))
     assert view(shoal.open_table(pk.path)) == before
     # A compaction against the new state still works.
     assert compact(store, pk._committer, FullCompaction()).snapshot is None

@@ -48,8 +48,8 @@ from shoal.errors import (
 )
 from shoal.io import bounded_map, cpu_parallelism
 from shoal.spec.data_file import DataFileMeta
-from shoal.spec.snapshot import Snapshot
-from shoal.table.commit import FileStoreCommit, compaction_since
+from shoal.spec.snapshot import CommitKind, Snapshot
+from shoal.table.commit import CommitRequest, FileStoreCommit, compaction_since
 from shoal.table.paths import data_file_path
 from shoal.table.scan import live_entries
 from shoal.table.store import FileStore
@@ -234,10 +234,12 @@ def compact(
             messages = rewritten.messages()
             try:
                 snapshot = committer.commit(
-                    messages,
-                    kind="COMPACT",
-                    allow_empty=True,
-                    alone_since=latest.id if exclusive else None,
+                    CommitRequest(
+                        messages,
+                        kind=CommitKind.COMPACT,
+                        allow_empty=True,
+                        alone_since=latest.id if exclusive else None,
+                    )
                 )
             except CommitConflictError as exc:
                 # Nothing was published (FileStoreCommit.commit): the outputs are ours.

@@ -24,7 +24,6 @@ from shoal.errors import SnapshotNotFoundError, TagAlreadyExistsError
 from shoal.maintenance.tags import delete_tag
 from shoal.spec.snapshot import Snapshot
 from shoal.table.store import FileStore
-from shoal.table.tag_manager import TagManager
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +88,7 @@ def create_automatic_tags(store: FileStore) -> list[str]:
         return []
     handler = PeriodHandler.of(store)
     delay = store.options.get(O.TAG_CREATION_DELAY)
-    tags = TagManager(store.file_io, store.paths)
+    tags = store.tags
     automatic = sorted(
         (when, tag, snapshot)
         for tag, snapshot in tags.tags()
@@ -132,7 +131,7 @@ def _retain_max(store: FileStore, handler: PeriodHandler) -> None:
     limit = store.options.get(O.TAG_NUM_RETAINED_MAX)
     if limit <= 0:
         return
-    tags = TagManager(store.file_io, store.paths)
+    tags = store.tags
     automatic = sorted(
         (when, tag.name) for tag, _ in tags.tags() if (when := handler.parse(tag.name))
     )
@@ -144,7 +143,7 @@ def expire_tags(store: FileStore, now: datetime | None = None) -> list[str]:
     """Delete the tags whose retention has passed; returns their names."""
     now = now or datetime.now()
     expired = []
-    for tag, _ in TagManager(store.file_io, store.paths).tags():
+    for tag, _ in store.tags.tags():
         if tag.time_retained is None or tag.create_time is None:
             continue
         if tag.create_time + tag.time_retained < now:

@@ -27,7 +27,7 @@ from shoal.errors import CommitConflictError, CorruptMetadataError, InvalidArgum
 from shoal.options import parse_duration
 from shoal.spec.data_file import DataFileMeta
 from shoal.spec.snapshot import Snapshot
-from shoal.table.commit import FileStoreCommit
+from shoal.table.commit import CommitRequest, FileStoreCommit
 from shoal.table.partition_time import (
     UPDATE_TIME,
     PartitionTimeExtractor,
@@ -81,7 +81,7 @@ def expire_partitions(
                 raise
     if not expired:
         return []
-    committer.commit([], overwrite=frozenset(expired).__contains__)
+    committer.commit(CommitRequest([], overwrite=frozenset(expired).__contains__))
     dropped = [store.partitions.to_dict(p) for p in expired]
     logger.info("partition expiration dropped %d partitions: %s", len(dropped), dropped)
     return dropped

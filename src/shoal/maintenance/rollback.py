@@ -18,7 +18,6 @@ from shoal.errors import InvalidArgumentError, SnapshotNotFoundError
 from shoal.spec.snapshot import Snapshot
 from shoal.table.snapshot_manager import EARLIEST, LATEST
 from shoal.table.store import FileStore
-from shoal.table.tag_manager import TagManager
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +29,7 @@ def rollback(
     if (snapshot_id is None) == (tag is None):
         raise InvalidArgumentError("rollback_to takes exactly one of snapshot_id and tag")
     snapshots = store.snapshots
-    tags = TagManager(store.file_io, store.paths)
+    tags = store.tags
     if tag is not None:
         target = tags.get(tag)[1]
         if not snapshots.exists(target.id):

@@ -30,7 +30,6 @@ from shoal.spec.tag import Tag, validate_tag_name
 from shoal.table.paths import data_file_path
 from shoal.table.scan import live_entries, read_manifest_metas
 from shoal.table.store import FileStore
-from shoal.table.tag_manager import TagManager
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +39,7 @@ def delete_tag(store: FileStore, name: str) -> Tag:
 
     Raises TagNotFoundError.
     """
-    tags = TagManager(store.file_io, store.paths)
+    tags = store.tags
     for attempt in range(3):
         tag, snapshot = tags.get(name)
         others = [(t, s) for t, s in tags.tags() if t.name != name]
@@ -131,7 +130,7 @@ def rename_tag(store: FileStore, old: str, new: str) -> Tag:
     no rename: the new name is created atomically (refusing a taken name), then the
     old one goes; a crash in between leaves both names on the one snapshot, and
     deleting the old one finishes the rename."""
-    tags = TagManager(store.file_io, store.paths)
+    tags = store.tags
     tag, _ = tags.get(old)
     validate_tag_name(new)
     file_io = store.file_io

@@ -41,14 +41,15 @@ from shoal.errors import SchemaMismatchError, ShoalError, UnsupportedFeatureErro
 from shoal.io import FileStatus, LocalFileIO, parallel_map
 from shoal.spark.source_options import normalize_path, open_store
 from shoal.spark.types import spark_schema
-from shoal.spark.write import after_commit, conformed_names, overwrite_scope
+from shoal.spark.write import conformed_names
 from shoal.spec import types as T
 from shoal.spec.data_file import DataFileMeta
 from shoal.spec.snapshot import Snapshot
-from shoal.table.commit import FileStoreCommit, OverwriteScope
+from shoal.table.commit import WHOLE_TABLE, OverwriteScope
 from shoal.table.stats_collector import StatsCollector, footer_leaves
 from shoal.table.store import FileStore
 from shoal.table.write import CommitMessage, append_file_meta
+from shoal.transaction import Transaction, written_scope
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -152,7 +153,9 @@ def write_parquet_into(
         messages = _move_into_buckets(store, [f for f in files if f.meta.row_count])
     finally:
         store.file_io.delete_dir(staging)
-    scope = overwrite_scope(store, messages, overwrite, dynamic_partition_overwrite)
+    scope = None
+    if overwrite:
+        scope = written_scope(store, messages) if dynamic_partition_overwrite else WHOLE_TABLE
     return _commit(store, messages, scope)
 
 
@@ -305,14 +308,13 @@ def _move_into_buckets(store: FileStore, files: list[_Staged]) -> list[CommitMes
 def _commit(
     store: FileStore, messages: list[CommitMessage], scope: OverwriteScope | None
 ) -> Snapshot:
-    committer = FileStoreCommit(store)
-    snapshot = committer.commit(messages, overwrite=scope, allow_empty=True)
-    assert snapshot is not None
+    transaction = Transaction(store)
+    snapshot = transaction.commit_written(messages, overwrite=scope)
     logger.info(
         "committed snapshot %d of %s: %d files written by Spark's Parquet writer",
         snapshot.id,
         store.uri,
         sum(len(m.new_files) for m in messages),
     )
-    after_commit(store, committer, set(), compact=False)
+    transaction.after_commit((), compact=False)
     return snapshot

@@ -36,17 +36,15 @@ from shoal.spec.schema import TableSchema
 from shoal.spec.snapshot import Snapshot
 from shoal.table import filter_text
 from shoal.table import predicate as P
-from shoal.table.incremental import delta_entries, diff_entries, keyed_diff
+from shoal.table.incremental import keyed_diff, plan_incremental
 from shoal.table.read import merged_batches, read_batches
-from shoal.table.scan import DataSplit, make_splits
+from shoal.table.scan import DataSplit
 from shoal.table.store import FileStore
 from shoal.table.table import Scan, Table
-from shoal.table.tag_manager import TagManager
 
 # How a task reads its splits.
 FILES = "files"  # the files as they are (append tables; read-optimized primary-key tables)
 MERGED = "merged"  # each bucket's files merged by key (primary-key tables)
-KEYED_DIFF = "keyed-diff"  # rows new or changed between two tags (primary-key tables)
 
 
 class ShoalPartition(InputPartition):
@@ -120,10 +118,8 @@ class ShoalReader(DataSourceReader):
             self._snapshot = scan.snapshot
             self._file_schema = scan.schema
             self._mode = MERGED if scan.merging else FILES
-        elif store.is_primary_key:
-            self._mode = KEYED_DIFF if isinstance(incremental[0], str) else MERGED
         else:
-            self._mode = FILES
+            self._mode = MERGED if store.is_primary_key else FILES
         self._key_value = store.is_primary_key and self._mode == FILES
         # The read option ``filter``: part of what this DataFrame is, so every query on
         # it prunes and filters alike.
@@ -165,12 +161,11 @@ class ShoalReader(DataSourceReader):
                 read_optimized=options.read_optimized,
             )
             splits = scan.plan()
-        elif self._mode == KEYED_DIFF:
-            tags = TagManager(store.file_io, store.paths)
-            start, end = (tags.get(str(name))[1] for name in incremental)
-            return [ShoalPartition(0, diff=(start, end))]
         else:
-            splits = self._incremental_splits(store, incremental)
+            plan = plan_incremental(store, *incremental)
+            if plan.diff is not None:
+                return [ShoalPartition(0, diff=plan.diff)]
+            splits = plan.splits
         target = options.split_target_size or store.options.get(O.SPLIT_TARGET_SIZE)
         open_cost = options.split_open_file_cost or store.options.get(O.SPLIT_OPEN_FILE_COST)
         packs = pack_splits(
@@ -181,20 +176,6 @@ class ShoalReader(DataSourceReader):
             parallelism=self._parallelism,
         )
         return [ShoalPartition(i, tuple(p)) for i, p in enumerate(packs)]
-
-    def _incremental_splits(
-        self, store: FileStore, incremental: tuple[int, int] | tuple[str, str]
-    ) -> list[DataSplit]:
-        start, end = incremental
-        if isinstance(start, int) and isinstance(end, int):
-            entries = delta_entries(store, start, end)
-            snapshot_id = end
-        else:
-            tags = TagManager(store.file_io, store.paths)
-            start_snapshot, end_snapshot = tags.get(str(start))[1], tags.get(str(end))[1]
-            entries = diff_entries(store, start_snapshot, end_snapshot)
-            snapshot_id = end_snapshot.id
-        return make_splits(store, snapshot_id, entries, whole_buckets=self._mode == MERGED)
 
     # --- reading -------------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

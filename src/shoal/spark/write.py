@@ -34,15 +34,14 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import IntegerType, StructField, StructType
 
-from shoal import options as O
-from shoal.errors import InvalidOptionError, SchemaMismatchError, SequenceConflictError
+from shoal.errors import InvalidOptionError, SchemaMismatchError
 from shoal.spark.read import table_columns
 from shoal.spark.source_options import OverwriteMode, SourceOptions, normalize_path, open_store
 from shoal.spec.data_file import DataFileMeta
 from shoal.spec.snapshot import Snapshot
 from shoal.table import kv
 from shoal.table.bucket import assign_buckets
-from shoal.table.commit import WHOLE_TABLE, FileStoreCommit, OverwriteScope
+from shoal.table.commit import WHOLE_TABLE, OverwriteScope
 from shoal.table.conform import conform
 from shoal.table.kv import KeyValueLayout
 from shoal.table.kv_write import KeyValueWriter, next_sequences
@@ -50,6 +49,7 @@ from shoal.table.paths import data_file_path
 from shoal.table.scan import live_entries
 from shoal.table.store import FileStore
 from shoal.table.write import AppendWriter, CommitMessage, RollingFileWriter, write_all
+from shoal.transaction import Sequencer, Transaction, written_scope
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -158,16 +158,19 @@ class ShoalWriter(DataSourceArrowWriter):
         store = open_store(self._path)
         results = [m for m in messages if isinstance(m, ShoalCommitMessage)]
         written = [m for r in results for m in r.messages]
-        scope = overwrite_scope(store, written, self._overwrite, self._dynamic)
-        committer = FileStoreCommit(store)
+        scope = None
+        if self._overwrite:
+            scope = written_scope(store, written) if self._dynamic else WHOLE_TABLE
+        transaction = Transaction(store)
         if self._primary_key:
-            snapshot: Snapshot | None = _commit_keyed(store, committer, results, scope)
+            snapshot = transaction.commit_sequenced(
+                _sequencer(store, results, scope), overwrite=scope
+            )
         else:
-            snapshot = committer.commit(written, overwrite=scope, allow_empty=True)
-        # Published: from here on, failures are logged, never raised.
-        logger.info("committed snapshot %s of %s", snapshot.id if snapshot else None, self._path)
+            snapshot = transaction.commit_written(written, overwrite=scope)
+        logger.info("committed snapshot %d of %s", snapshot.id, self._path)
         buckets = {(m.partition, m.bucket) for m in written}
-        after_commit(store, committer, buckets, compact=self._primary_key and scope is None)
+        transaction.after_commit(buckets, compact=scope is None)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Deletes nothing: the files of the failed write are referenced by no snapshot,
@@ -186,41 +189,27 @@ class ShoalWriter(DataSourceArrowWriter):
         )
 
 
-def _commit_keyed(
-    store: FileStore,
-    committer: FileStoreCommit,
-    results: list[ShoalCommitMessage],
-    scope: OverwriteScope | None,
-) -> Snapshot:
-    """Commit a primary-key write, renumbering the buckets whose sequence numbers would
-    not sort after the rows already there (or after an earlier task's)."""
+def _sequencer(
+    store: FileStore, results: list[ShoalCommitMessage], scope: OverwriteScope | None
+) -> Sequencer:
+    """A primary-key write's messages numbered above the rows of the snapshot it
+    commits on (and each task's above the earlier task's), renumbering the files whose
+    sequence numbers would not sort so. An overwrite replaces everything in the
+    buckets it writes, so only the tasks among themselves must be ordered."""
     by_bucket: dict[BucketKey, list[CommitMessage]] = {}
     for result in sorted(results, key=lambda r: r.task):
         for m in result.messages:
             if m.new_files:
                 by_bucket.setdefault((m.partition, m.bucket), []).append(m)
     renumber = _Renumber(store)
-    attempts = store.options.get(O.COMMIT_MAX_RETRIES) + 1
-    for attempt in range(attempts):
-        # An overwrite replaces everything in the buckets it writes, so only the
-        # tasks among themselves must be ordered.
-        floors = (
-            {} if scope is not None else next_sequences(store, store.snapshots.latest(), by_bucket)
-        )
-        messages = [
+
+    def sequence(latest: Snapshot | None) -> list[CommitMessage]:
+        floors = {} if scope is not None else next_sequences(store, latest, by_bucket)
+        return [
             m for key, parts in by_bucket.items() for m in renumber.order(parts, floors.get(key, 0))
         ]
-        try:
-            snapshot = committer.commit(
-                messages, overwrite=scope, allow_empty=True, check_sequences=scope is None
-            )
-        except SequenceConflictError:
-            if attempt + 1 == attempts:
-                raise
-            continue  # another writer added to a bucket meanwhile: number above it
-        assert snapshot is not None
-        return snapshot
-    raise AssertionError("unreachable")
+
+    return sequence
 
 
 class _Renumber:
@@ -289,42 +278,6 @@ def overwrite_mode(store: FileStore, options: SourceOptions) -> OverwriteMode:
         "('partitionOverwriteMode' = 'dynamic') ...). Spark does not hand its session "
         "setting spark.sql.sources.partitionOverwriteMode to a Python data source",
     )
-
-
-def overwrite_scope(
-    store: FileStore, written: Sequence[CommitMessage], overwrite: bool, dynamic: bool
-) -> OverwriteScope | None:
-    """What a Spark write replaces: nothing for an append, the whole table for an
-    overwrite, or with ``dynamic`` (on a partitioned table) the partitions written."""
-    if not overwrite:
-        return None
-    if dynamic and store.schema.partition_keys:
-        return {m.partition for m in written}.__contains__
-    return WHOLE_TABLE
-
-
-def after_commit(
-    store: FileStore, committer: FileStoreCommit, buckets: set[BucketKey], *, compact: bool
-) -> None:
-    """What a table write does after its commit: compaction when a bucket reaches the
-    sorted-run trigger (unless ``write-only``), then automatic tags and expiration. The
-    write is committed already, so a failure here is only logged."""
-    if compact and buckets and not store.options.get(O.WRITE_ONLY):
-        try:
-            from shoal.compaction.compact import compact as compact_buckets
-            from shoal.compaction.strategies import universal_for
-
-            compact_buckets(store, committer, universal_for(store.options), buckets)
-        except Exception:
-            logger.warning(
-                "compaction after the write failed; the next write retries it", exc_info=True
-            )
-    try:
-        from shoal.maintenance.maintain import maintain
-
-        maintain(store, committer)
-    except Exception:
-        logger.warning("post-commit maintenance failed; the next commit retries it", exc_info=True)
 
 
 def prepare_for_write(

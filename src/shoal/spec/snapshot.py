@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from shoal.errors import CorruptMetadataError
@@ -13,7 +14,17 @@ from shoal.spec.jsonfmt import is_long, load_json_object, short
 SNAPSHOT_VERSION = 3
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1
 
-COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE")
+
+class CommitKind(StrEnum):
+    """What a snapshot's commit did, as Paimon names it (``Snapshot.commit_kind``)."""
+
+    APPEND = "APPEND"
+    COMPACT = "COMPACT"
+    OVERWRITE = "OVERWRITE"
+    ANALYZE = "ANALYZE"
+
+
+COMMIT_KINDS = tuple(kind.value for kind in CommitKind)
 
 # (attribute, JSON name, required) in the order Paimon writes them. Optional fields are
 # omitted when None, as Paimon's NON_NULL annotation does.

@@ -35,7 +35,7 @@ from shoal.errors import (
 )
 from shoal.spec import manifest as M
 from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
-from shoal.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from shoal.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from shoal.table.freshness_watermark import with_watermark
 from shoal.table.manifest_merge import merge_manifests
 from shoal.table.partition_time import refuse_expired_writes
@@ -53,6 +53,29 @@ WHOLE_TABLE: OverwriteScope = lambda _partition: True  # noqa: E731
 
 
 @dataclass(frozen=True, slots=True)
+class CommitRequest:
+    """One commit: the writers' messages and what the commit must check.
+
+    ``overwrite``: the partitions whose live files the commit replaces (the snapshot is
+    then an OVERWRITE). ``allow_empty``: publish a snapshot even with nothing in it.
+    ``check_sequences``: refuse when a concurrent writer added rows to a bucket this
+    commit writes (primary-key writes, which then sequence again). ``alone_since``: a
+    compaction planned on that snapshot, which must not commit if another compaction
+    committed after it (event-time compactions run one at a time per table; writers
+    are never held up). ``properties`` and ``watermark`` go into the snapshot.
+    """
+
+    messages: Sequence[CommitMessage]
+    kind: CommitKind = CommitKind.APPEND
+    overwrite: OverwriteScope | None = None
+    allow_empty: bool = False
+    check_sequences: bool = False
+    alone_since: int | None = None
+    properties: Mapping[str, str] | None = None
+    watermark: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class _Attempt:
     snapshot: Snapshot
     written: list[str]
@@ -65,23 +88,9 @@ class FileStoreCommit:
         self.store = store
         self.commit_user = commit_user or str(uuid.uuid4())
 
-    def commit(
-        self,
-        messages: Sequence[CommitMessage],
-        *,
-        kind: str = "APPEND",
-        overwrite: OverwriteScope | None = None,
-        properties: Mapping[str, str] | None = None,
-        watermark: int | None = None,
-        allow_empty: bool = False,
-        check_sequences: bool = False,
-        alone_since: int | None = None,
-    ) -> Snapshot | None:
-        """Publish one snapshot holding ``messages``; None when there was nothing to commit.
-
-        ``alone_since``: a compaction planned on that snapshot, which must not commit
-        if another compaction committed after it (event-time compactions run one at a
-        time per table; writers are never held up).
+    def commit(self, request: CommitRequest) -> Snapshot | None:
+        """Publish one snapshot holding the request's messages; None when there was
+        nothing to commit.
 
         Raises:
             CommitConflictError: a file to delete is gone, another compaction committed
@@ -90,14 +99,17 @@ class FileStoreCommit:
                 lost is a snapshot not published), so the data files of ``messages``
                 are in no snapshot: compaction deletes the ones it wrote. Any other
                 error leaves the outcome open.
+            SequenceConflictError: with ``check_sequences``, a concurrent writer added
+                rows to a bucket this commit writes (nothing published).
             PartitionExpiredError: a write adds files to a partition that partition
                 expiration (by values) drops.
         """
-        if kind != "COMPACT":  # compaction only rewrites rows that are already there
+        messages, kind, overwrite = request.messages, request.kind, request.overwrite
+        if kind != CommitKind.COMPACT:  # compaction only rewrites rows already there
             new_partitions = (m.partition for m in messages if m.new_files)
             refuse_expired_writes(self.store.partitions, self.store.options, new_partitions)
         changes = _entries_of(messages)
-        if not changes and overwrite is None and not allow_empty:
+        if not changes and overwrite is None and not request.allow_empty:
             return None
         max_retries = self.store.options.get(O.COMMIT_MAX_RETRIES)
         for attempt in range(max_retries + 1):
@@ -109,16 +121,16 @@ class FileStoreCommit:
                         e for e in entries if e.kind == M.KIND_ADD
                     ]
                 self._check_deletes(latest, [e for e in changes if e.kind == M.KIND_DELETE])
-                if check_sequences:
+                if request.check_sequences:
                     self._check_sequences(latest, [e for e in changes if e.kind == M.KIND_ADD])
-                if alone_since is not None:
-                    self._check_no_compaction_since(alone_since, latest)
+                if request.alone_since is not None:
+                    self._check_no_compaction_since(request.alone_since, latest)
                 result = self._try_once(
                     latest,
                     entries,
-                    "OVERWRITE" if overwrite is not None else kind,
-                    properties,
-                    watermark,
+                    CommitKind.OVERWRITE if overwrite is not None else kind,
+                    request.properties,
+                    request.watermark,
                 )
             except CorruptMetadataError:
                 # A manifest of the snapshot this attempt read is gone: unless that is
@@ -197,7 +209,7 @@ class FileStoreCommit:
         self,
         latest: Snapshot | None,
         entries: list[ManifestEntry],
-        kind: str,
+        kind: CommitKind,
         properties: Mapping[str, str] | None,
         watermark: int | None,
     ) -> _Attempt:
@@ -234,7 +246,7 @@ class FileStoreCommit:
         snapshot = Snapshot(
             id=latest.id + 1 if latest is not None else 1,
             schema_id=store.schema.id,
-            commit_kind=kind,
+            commit_kind=kind.value,
             time_millis=int(time.time() * 1000),
             total_record_count=previous_total + delta_records,
             delta_record_count=delta_records,
@@ -263,7 +275,7 @@ def compaction_since(store: FileStore, base: int, latest: Snapshot | None) -> in
             found = store.snapshots.snapshot(snapshot_id)
         except SnapshotNotFoundError:
             continue
-        if found.commit_kind == "COMPACT":
+        if found.commit_kind == CommitKind.COMPACT:
             return snapshot_id
     return None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,12 +22,47 @@ import pyarrow.compute as pc
 from shoal.errors import InvalidArgumentError
 from shoal.spec import manifest as M
 from shoal.spec.manifest import ManifestEntry
-from shoal.spec.snapshot import Snapshot
+from shoal.spec.snapshot import CommitKind, Snapshot
 from shoal.table.read import read_merged
 from shoal.table.scan import DataSplit, live_entries, make_splits
 
 if TYPE_CHECKING:
     from shoal.table.store import FileStore
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalPlan:
+    """What an incremental read reads: ``splits`` (merged by key on a primary-key
+    table), or, for the difference of two tags on a primary-key table, the two
+    snapshots ``diff`` whose rows :func:`keyed_diff` compares."""
+
+    splits: list[DataSplit]
+    diff: tuple[Snapshot, Snapshot] | None = None
+
+
+def plan_incremental(store: FileStore, start: int | str, end: int | str) -> IncrementalPlan:
+    """The read of what was committed after ``start`` up to ``end``: two snapshot ids
+    (the delta of the APPEND commits in ``(start, end]``) or two tag names (the
+    difference of the tags' data).
+
+    Raises:
+        InvalidArgumentError: a snapshot id and a tag name mixed, or a range backwards.
+        SnapshotNotFoundError, TagNotFoundError: a point of the range is not there.
+    """
+    if isinstance(start, str) and isinstance(end, str):
+        start_snapshot, end_snapshot = store.tags.get(start)[1], store.tags.get(end)[1]
+        if store.is_primary_key:
+            return IncrementalPlan([], diff=(start_snapshot, end_snapshot))
+        entries = diff_entries(store, start_snapshot, end_snapshot)
+        snapshot_id = end_snapshot.id
+    elif isinstance(start, int) and isinstance(end, int):
+        entries = delta_entries(store, start, end)
+        snapshot_id = end
+    else:
+        raise InvalidArgumentError("incremental takes two snapshot ids or two tag names, not a mix")
+    return IncrementalPlan(
+        make_splits(store, snapshot_id, entries, whole_buckets=store.is_primary_key)
+    )
 
 
 def delta_entries(store: FileStore, start: int, end: int) -> list[ManifestEntry]:
@@ -39,7 +75,7 @@ def delta_entries(store: FileStore, start: int, end: int) -> list[ManifestEntry]
     entries: list[ManifestEntry] = []
     for snapshot_id in range(start + 1, end + 1):
         snapshot = store.snapshots.snapshot(snapshot_id)
-        if snapshot.commit_kind != "APPEND":
+        if snapshot.commit_kind != CommitKind.APPEND:
             continue
         metas = store.manifests.read_list(snapshot.delta_manifest_list)
         for part in store.manifests.read_manifests(metas):

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from shoal import options as O
-from shoal.errors import CorruptMetadataError, SchemaMismatchError
+from shoal.errors import SchemaMismatchError
 from shoal.table import kv
 from shoal.table.conform import conform, to_batches
 from shoal.table.kv import KeyValueLayout
@@ -132,22 +132,6 @@ class KeyValueWriter:
         rows = winners(rows, self.layout, self.settings)
         writer = RollingFileWriter(self.store, key[0], key[1], layout=self.layout)
         return write_all(writer, [rows])
-
-
-def latest_sequences(
-    store: FileStore, buckets: Iterable[BucketKey]
-) -> tuple[Snapshot | None, dict[BucketKey, int]]:
-    """The latest snapshot and :func:`next_sequences` in it. A latest snapshot that
-    expires while its manifests are read has a newer one: that one is read instead."""
-    wanted = list(buckets)
-    for attempt in range(3):
-        latest = store.snapshots.latest()
-        try:
-            return latest, next_sequences(store, latest, wanted)
-        except CorruptMetadataError:
-            if latest is None or not store.snapshots.superseded(latest.id) or attempt == 2:
-                raise
-    raise AssertionError("unreachable")
 
 
 def next_sequences(

@@ -22,6 +22,7 @@ from shoal.table.partition import PartitionCodec
 from shoal.table.paths import PathFactory
 from shoal.table.schema_manager import SchemaManager
 from shoal.table.snapshot_manager import SnapshotManager
+from shoal.table.tag_manager import TagManager
 
 
 class FileStore:
@@ -57,6 +58,10 @@ class FileStore:
         # When the commits of this open table last looked for expired partitions, so
         # that they look at most once per partition.expiration-check-interval.
         self.partition_expire_checked_at: datetime | None = None
+
+    @cached_property
+    def tags(self) -> TagManager:
+        return TagManager(self.file_io, self.paths)
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:

@@ -18,7 +18,6 @@ from shoal.table.event_time import EventTimeBounds
 from shoal.table.freshness_watermark import backlog_by_bucket, watermark_of
 from shoal.table.paths import data_file_path
 from shoal.table.scan import live_entries, read_manifest_metas
-from shoal.table.tag_manager import TagManager
 
 if TYPE_CHECKING:
     from shoal.table.store import FileStore
@@ -282,7 +281,7 @@ def _java_duration(value: timedelta) -> str:
 
 
 def tags_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
-    pairs = TagManager(store.file_io, store.paths).tags()
+    pairs = store.tags.tags()
     return pa.table(
         {
             "tag_name": pa.array([t.name for t, _ in pairs], pa.string()),

@@ -12,11 +12,9 @@ import pyarrow as pa
 
 from shoal import options as O
 from shoal.errors import (
-    CommitConflictError,
     CorruptDataFileError,
     CorruptMetadataError,
     InvalidArgumentError,
-    SequenceConflictError,
     ShoalError,
     SnapshotNotFoundError,
     TableNotFoundError,
@@ -29,9 +27,8 @@ from shoal.spec.snapshot import Snapshot
 from shoal.spec.tag import Tag
 from shoal.table import kv
 from shoal.table import predicate as P
-from shoal.table.commit import WHOLE_TABLE, FileStoreCommit, OverwriteScope
-from shoal.table.incremental import delta_entries, diff_entries, keyed_diff
-from shoal.table.kv_write import KeyValueWriter, latest_sequences
+from shoal.table.commit import WHOLE_TABLE, FileStoreCommit
+from shoal.table.incremental import keyed_diff, plan_incremental
 from shoal.table.merge import FIRST_ROW
 from shoal.table.paths import PathFactory
 from shoal.table.read import merged_batches, read_batches, read_merged, read_table
@@ -39,8 +36,6 @@ from shoal.table.scan import DataSplit, live_entries, make_splits, restrict
 from shoal.table.schema_manager import SchemaManager
 from shoal.table.store import FileStore
 from shoal.table.system_tables import NEEDS_SNAPSHOT, system_table
-from shoal.table.tag_manager import TagManager
-from shoal.table.write import AppendWriter, CommitMessage
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -49,6 +44,7 @@ if TYPE_CHECKING:
     from shoal.compaction.freshness import Freshness
     from shoal.maintenance.expire import ExpireResult
     from shoal.maintenance.orphans import OrphanFilesResult
+    from shoal.transaction import Transaction
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +181,7 @@ class Scan:
             raise error
         store = self._store
         if self._tag is not None:
-            if not TagManager(store.file_io, store.paths).exists(self._tag):
+            if not store.tags.exists(self._tag):
                 raise TagNotFoundError(self._tag) from error
             raise error
         snapshots = store.snapshots
@@ -303,18 +299,10 @@ class Table:
         return self._store.snapshots.survey()[1]
 
     # --- writing -----------------------------------------------------------------------------
-    def _write(self, data: Any) -> list[CommitMessage]:
-        """Data files for ``data``, not yet committed (an overwrite's new rows)."""
-        store = self._store
-        O.validate(store.schema.options)  # maintenance after the commit must not fail on one
-        if store.is_primary_key:
-            keyed = KeyValueWriter(store, store.merge_settings)
-            keyed.write(data)
-            _, sequences = latest_sequences(store, keyed.buckets)
-            return keyed.prepare_commit(sequences)
-        writer = AppendWriter(store)
-        writer.write(data)
-        return writer.prepare_commit()
+    def _transaction(self) -> Transaction:
+        from shoal.transaction import Transaction  # the transaction builds on table/
+
+        return Transaction(self._store, self._committer)
 
     def append(self, data: Any) -> Snapshot:
         """Add rows in one atomic commit; returns the new snapshot.
@@ -323,18 +311,14 @@ class Table:
         pandas DataFrame. On a primary-key table this is :meth:`upsert`. Raises
         SchemaMismatchError before anything is committed.
         """
-        if self._store.is_primary_key:
-            return self.upsert(data)
-        snapshot = self._committer.commit(self._write(data), allow_empty=True)
-        assert snapshot is not None
-        self._after_commit()
-        return snapshot
+        return self._transaction().write(data)
 
     def upsert(self, data: Any) -> Snapshot:
         """Insert or replace rows by primary key in one commit (the last row of a key in
         ``data`` wins). May be followed by one COMPACT commit when a bucket reaches
         ``num-sorted-run.compaction-trigger`` sorted runs (unless ``write-only``)."""
-        return self._write_keyed(data, kv.INSERT)
+        self._require_primary_key("upsert")
+        return self._transaction().write(data)
 
     def delete(self, keys: Any) -> Snapshot:
         """Delete rows by primary key, in one commit. ``keys`` holds the key columns
@@ -352,50 +336,13 @@ class Table:
                 "the first row of each key and cannot delete it; set the table option "
                 "'ignore-delete' = 'true' to accept deletes and ignore them"
             )
-        return self._write_keyed(keys, kv.DELETE)
+        return self._transaction().write(keys, kind=kv.DELETE)
 
     def _require_primary_key(self, what: str) -> None:
         if not self._store.is_primary_key:
             raise InvalidArgumentError(
                 f"{what} needs a primary-key table; {self.name or self.path} is an append table"
             )
-
-    def _write_keyed(self, data: Any, kind: int) -> Snapshot:
-        self._require_primary_key("upsert" if kind == kv.INSERT else "delete")
-        store = self._store
-        O.validate(store.schema.options)  # maintenance after the commit must not fail on one
-        writer = KeyValueWriter(store, store.merge_settings)
-        writer.write(data, kind)
-        attempts = store.options.get(O.COMMIT_MAX_RETRIES) + 1
-        for attempt in range(attempts):
-            _, sequences = latest_sequences(store, writer.buckets)
-            messages = writer.prepare_commit(sequences)
-            try:
-                snapshot = self._committer.commit(messages, allow_empty=True, check_sequences=True)
-            except SequenceConflictError:
-                if attempt + 1 == attempts:
-                    raise
-                continue  # another writer wrote to a bucket: sequence again, write again
-            assert snapshot is not None
-            self._compact_after_write(writer.buckets)
-            self._after_commit()
-            return snapshot
-        raise AssertionError("unreachable")
-
-    def _compact_after_write(self, buckets: list[tuple[bytes, int]]) -> None:
-        store = self._store
-        if store.options.get(O.WRITE_ONLY) or not buckets:
-            return
-        # compaction/ builds on table/, so the table reaches it through a local import.
-        from shoal.compaction.compact import compact
-        from shoal.compaction.strategies import universal_for
-
-        strategy = universal_for(store.options)
-        try:
-            compact(store, self._committer, strategy, set(buckets))
-        except CommitConflictError as exc:
-            # The write is committed; compaction is upkeep that the next write retries.
-            logger.warning("compaction after the write gave way to a concurrent one: %s", exc)
 
     def compact(
         self, strategy: str | None = None, event_time_threshold: Any = None
@@ -410,14 +357,7 @@ class Table:
         option. The real-time view is the same before and after.
         """
         self._require_primary_key("compact")
-        O.validate(self._store.schema.options)
-        self._store.require_writable()
-        from shoal.compaction.compact import compact_with
-
-        result = compact_with(self._store, self._committer, strategy, event_time_threshold)
-        if result.snapshot is not None:
-            self._after_commit()
-        return result
+        return self._transaction().compact(strategy, event_time_threshold)
 
     def freshness(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Freshness:
         """The read-optimized freshness watermark and the compaction backlog of the
@@ -427,30 +367,15 @@ class Table:
 
         return freshness(self._store, self._resolve(snapshot_id, tag, None))
 
-    def _after_commit(self) -> None:
-        """Automatic tags, tag, partition and snapshot expiry, as the options ask."""
-        from shoal.maintenance.maintain import maintain  # maintenance/ builds on table/
-
-        maintain(self._store, self._committer)
-
     def overwrite(self, data: Any, *, partition: Mapping[str, Any] | None = None) -> Snapshot:
         """Replace the whole table, or one partition, with ``data`` in one commit.
 
         With ``partition``, every row of ``data`` must belong to that partition.
         """
-        scope = WHOLE_TABLE if partition is None else self._partition_scope([partition])
-        messages = self._write(data)
-        stray = [m for m in messages if not scope(m.partition)]
-        if stray:
-            raise InvalidArgumentError(
-                f"overwrite of partition {dict(partition or {})} got rows of partition "
-                f"{self._store.partitions.to_dict(stray[0].partition)}; filter the data to "
-                "that partition"
-            )
-        snapshot = self._committer.commit(messages, overwrite=scope)
-        assert snapshot is not None
-        self._after_commit()
-        return snapshot
+        from shoal.transaction import partition_scope
+
+        scope = WHOLE_TABLE if partition is None else partition_scope(self._store, [partition])
+        return self._transaction().write(data, overwrite=scope)
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, Any]]) -> Snapshot:
         """Remove partitions in one OVERWRITE commit of DELETE entries.
@@ -458,26 +383,13 @@ class Table:
         Each spec may name only some partition keys. The files stay on disk until
         snapshot expiration finds that no retained snapshot or tag still uses them.
         """
+        from shoal.transaction import partition_scope
+
         if not self._store.schema.partition_keys:
             raise InvalidArgumentError("the table is not partitioned")
         if not partitions:
             raise InvalidArgumentError("drop_partitions needs at least one partition spec")
-        O.validate(self._store.schema.options)
-        snapshot = self._committer.commit([], overwrite=self._partition_scope(partitions))
-        assert snapshot is not None
-        self._after_commit()
-        return snapshot
-
-    def _partition_scope(self, specs: Sequence[Mapping[str, Any]]) -> OverwriteScope:
-        """The partitions matching any of ``specs`` (each may name only some keys)."""
-        codec = self._store.partitions
-        wanted = [codec.spec_values(spec, complete=False) for spec in specs]
-
-        def scope(partition: bytes) -> bool:
-            values = codec.to_dict(partition)
-            return any(all(values[k] == v for k, v in w.items()) for w in wanted)
-
-        return scope
+        return self._transaction().drop(partition_scope(self._store, partitions))
 
     # --- tags ------------------------------------------------------------------------------
     def create_tag(
@@ -516,7 +428,7 @@ class Table:
                 f"time_retained must be a non-negative timedelta or a duration such as "
                 f"'1 d', not {time_retained!r}"
             )
-        tags = TagManager(store.file_io, store.paths)
+        tags = store.tags
         return tags.create(name, snapshot, time_retained=time_retained, replace=replace)
 
     def delete_tag(self, name: str) -> None:
@@ -533,7 +445,7 @@ class Table:
 
     def list_tags(self) -> list[Tag]:
         """Every tag, ordered by snapshot id, then name."""
-        return [tag for tag, _ in TagManager(self._store.file_io, self._store.paths).tags()]
+        return [tag for tag, _ in self._store.tags.tags()]
 
     def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
         """Make an earlier snapshot (or a tag's snapshot) the latest: later snapshots and
@@ -580,14 +492,7 @@ class Table:
         ``-formatter``) or from its newest file (``partition.expiration-strategy`` =
         ``update-time``). Values that do not parse as a time are skipped, never dropped.
         """
-        from shoal.maintenance.partition_expire import expire_partitions
-
-        dropped = expire_partitions(
-            self._store, self._committer, expiration_time=expiration_time, now=now
-        )
-        if dropped:
-            self._after_commit()
-        return dropped
+        return self._transaction().expire_partitions(expiration_time, now)
 
     def remove_orphan_files(
         self, older_than: datetime | None = None, dry_run: bool = False
@@ -625,7 +530,7 @@ class Table:
         return snapshots.latest()
 
     def _tag_snapshot(self, tag: str) -> Snapshot:
-        return TagManager(self._store.file_io, self._store.paths).get(tag)[1]
+        return self._store.tags.get(tag)[1]
 
     def scan(
         self,
@@ -702,29 +607,16 @@ class Table:
         of two tags is the rows of ``end`` that are new or changed since ``start``.
         """
         store = self._store
-        types = {f.name: f.type for f in store.schema.fields}
-        dnf = P.parse_filter(filter, types)
-        if isinstance(start, str) and isinstance(end, str):
-            tags = TagManager(store.file_io, store.paths)
-            start_snapshot, end_snapshot = tags.get(start)[1], tags.get(end)[1]
-            if store.is_primary_key:
-                rows = keyed_diff(store, start_snapshot, end_snapshot, None)
-                if dnf is not None:
-                    rows = rows.filter(P.to_expression(dnf))
-                return rows.select(list(columns)) if columns is not None else rows
-            entries = diff_entries(store, start_snapshot, end_snapshot)
-            snapshot_id = end_snapshot.id
-        elif isinstance(start, int) and isinstance(end, int):
-            entries = delta_entries(store, start, end)
-            snapshot_id = end
-        else:
-            raise InvalidArgumentError(
-                "incremental takes two snapshot ids or two tag names, not a mix"
-            )
-        splits = make_splits(store, snapshot_id, entries, whole_buckets=store.is_primary_key)
+        dnf = P.parse_filter(filter, {f.name: f.type for f in store.schema.fields})
+        plan = plan_incremental(store, start, end)
+        if plan.diff is not None:
+            rows = keyed_diff(store, *plan.diff, None)
+            if dnf is not None:
+                rows = rows.filter(P.to_expression(dnf))
+            return rows.select(list(columns)) if columns is not None else rows
         if store.is_primary_key:
-            return read_merged(store, splits, columns, dnf)
-        return read_table(store.file_io, splits, store.arrow_schema, columns, dnf)
+            return read_merged(store, plan.splits, columns, dnf)
+        return read_table(store.file_io, plan.splits, store.arrow_schema, columns, dnf)
 
     def system_table(
         self, name: str, *, snapshot_id: int | None = None, tag: str | None = None
