@@ -16,7 +16,7 @@ from typing import Generic, TypeVar
 
 from shoal.errors import InvalidOptionError
 
-T = TypeVar("T")
+V = TypeVar("V")
 
 _DURATION_UNITS: dict[str, float] = {
     "ns": 1e-9,
@@ -123,16 +123,16 @@ def _parse_str(text: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Option(Generic[T]):
+class Option(Generic[V]):
     """One table option: its key, how to parse it, its default and what it does."""
 
     key: str
-    parse: Callable[[str], T]
-    default: T
+    parse: Callable[[str], V]
+    default: V
     doc: str
-    check: Callable[[T], str | None] | None = None
+    check: Callable[[V], str | None] | None = None
 
-    def get(self, raw: Mapping[str, str]) -> T:
+    def get(self, raw: Mapping[str, str]) -> V:
         """The typed value of this option in ``raw``, or its default."""
         text = raw.get(self.key)
         if text is None:
@@ -162,7 +162,7 @@ def _one_of(*allowed: str) -> Callable[[str], str | None]:
 _REGISTRY: dict[str, Option[object]] = {}
 
 
-def _declare(option: Option[T]) -> Option[T]:
+def _declare(option: Option[V]) -> Option[V]:
     _REGISTRY[option.key] = option  # type: ignore[assignment]
     return option
 
@@ -615,7 +615,7 @@ class Options:
     def __init__(self, raw: Mapping[str, str]) -> None:
         self._raw = dict(raw)
 
-    def get(self, option: Option[T]) -> T:
+    def get(self, option: Option[V]) -> V:
         return option.get(self._raw)
 
     def raw(self) -> dict[str, str]:

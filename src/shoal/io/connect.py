@@ -34,7 +34,7 @@ from shoal.errors import InvalidArgumentError, StoreUnreachableError
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
+V = TypeVar("V")
 
 STORE_TIMEOUT_ENV = "SHOAL_STORE_TIMEOUT"
 DEFAULT_STORE_TIMEOUT = 30.0  # seconds
@@ -65,7 +65,7 @@ def store_timeout(environ: Mapping[str, str] | None = None) -> float:
     return seconds
 
 
-def reach(key: Hashable, connect: Callable[[], T], *, store: str, check: str, timeout: float) -> T:
+def reach(key: Hashable, connect: Callable[[], V], *, store: str, check: str, timeout: float) -> V:
     """What ``connect()`` returns (a FileIO that has had an answer from its store).
 
     ``connect`` sets up the client and sends the store one request; it raises
@@ -76,15 +76,15 @@ def reach(key: Hashable, connect: Callable[[], T], *, store: str, check: str, ti
     (what the user should check)."""
     with _lock:
         if key in _reached:
-            return cast(T, _reached[key])
+            return cast(V, _reached[key])
     result = _within(connect, store=store, check=check, timeout=timeout)
     with _lock:
         if len(_reached) >= _REMEMBERED:
             _reached.pop(next(iter(_reached)))
-        return cast(T, _reached.setdefault(key, result))
+        return cast(V, _reached.setdefault(key, result))
 
 
-def _within(connect: Callable[[], T], *, store: str, check: str, timeout: float) -> T:
+def _within(connect: Callable[[], V], *, store: str, check: str, timeout: float) -> V:
     outcome: list[tuple[bool, Any]] = []
     finished = threading.Event()
 
@@ -103,4 +103,4 @@ def _within(connect: Callable[[], T], *, store: str, check: str, timeout: float)
     done, value = outcome[0]
     if not done:
         raise value
-    return cast(T, value)
+    return cast(V, value)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from shoal import options as O
-from shoal.errors import SnapshotNotFoundError, TagAlreadyExistsError
+from shoal.errors import TagAlreadyExistsError
 from shoal.maintenance.tags import delete_tag
 from shoal.spec.snapshot import Snapshot
 from shoal.table.store import FileStore
@@ -106,9 +106,8 @@ def create_automatic_tags(store: FileStore) -> list[str]:
     created = []
     retained = store.options.get(O.TAG_DEFAULT_TIME_RETAINED)
     for snapshot_id in range(start, latest + 1):
-        try:
-            snapshot = store.snapshots.snapshot(snapshot_id)
-        except SnapshotNotFoundError:
+        snapshot = store.snapshots.find(snapshot_id)
+        if snapshot is None:
             continue
         time = _snapshot_time(snapshot, mode)
         if time is None:

@@ -14,10 +14,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-T = TypeVar("T")
+V = TypeVar("V")
 
 
-def constructor(cls: type[T]) -> Callable[..., T]:
+def constructor(cls: type[V]) -> Callable[..., V]:
     """A positional constructor of the frozen, slotted dataclass ``cls``."""
     if not dataclasses.is_dataclass(cls) or "__slots__" not in vars(cls):
         raise TypeError(f"{cls.__name__} is not a slotted dataclass")
@@ -32,5 +32,5 @@ def constructor(cls: type[T]) -> Callable[..., T]:
         lines.append(f"    set{i}(o, a{i})")
     lines.append("    return o")
     exec(compile("\n".join(lines), f"<{cls.__name__} constructor>", "exec"), namespace)
-    construct: Callable[..., T] = namespace["construct"]
+    construct: Callable[..., V] = namespace["construct"]
     return construct

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from shoal.errors import CorruptMetadataError
 from shoal.spec import avro_container, avro_strings, data_file
@@ -27,7 +27,6 @@ MANIFEST_VERSION = 2
 KIND_ADD = 0
 KIND_DELETE = 1
 
-FileKind = Literal[0, 1]
 
 # Identity of a file in the merge rule: (partition, bucket, level, name, extra files,
 # embedded index, external path).
@@ -341,16 +340,16 @@ def _not_avro(path: str, exc: Exception) -> CorruptMetadataError:
     return CorruptMetadataError(path, f"not an Avro manifest file: {short(exc)}")
 
 
-T = TypeVar("T")
+V = TypeVar("V")
 
 
 def _decode(
     data: bytes,
     path: str,
-    build: Callable[[dict[str, Any]], T],
+    build: Callable[[dict[str, Any]], V],
     keep: Mapping[str, Any] | None = None,
     where: Where | None = None,
-) -> list[T]:
+) -> list[V]:
     """``build`` over the records of an Avro file (holding the fields ``keep`` names,
     or all; those ``where`` accepts); whatever goes wrong on the way (the container, a
     codec, the writer's schema, a record's fields) is reported as CorruptMetadataError
@@ -363,8 +362,8 @@ def _decode(
 
 
 def _built(
-    records: list[dict[str, Any]], path: str, build: Callable[[dict[str, Any]], T]
-) -> list[T]:
+    records: list[dict[str, Any]], path: str, build: Callable[[dict[str, Any]], V]
+) -> list[V]:
     """``build`` over ``records`` of the manifest file at ``path``, reporting a record
     that is not one of the format as CorruptMetadataError."""
     try:

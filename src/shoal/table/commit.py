@@ -31,7 +31,6 @@ from shoal.errors import (
     CommitConflictError,
     CorruptMetadataError,
     SequenceConflictError,
-    SnapshotNotFoundError,
 )
 from shoal.spec import manifest as M
 from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
@@ -271,11 +270,8 @@ def compaction_since(store: FileStore, base: int, latest: Snapshot | None) -> in
     for snapshot_id in range(base + 1, latest.id + 1):
         # A snapshot expired meanwhile cannot be looked at; a compaction in it that
         # touched this one's files still fails the check of the files it deletes.
-        try:
-            found = store.snapshots.snapshot(snapshot_id)
-        except SnapshotNotFoundError:
-            continue
-        if found.commit_kind == CommitKind.COMPACT:
+        found = store.snapshots.find(snapshot_id)
+        if found is not None and found.commit_kind == CommitKind.COMPACT:
             return snapshot_id
     return None
 

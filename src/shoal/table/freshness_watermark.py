@@ -71,9 +71,6 @@ class EventTimeState:
         return out
 
 
-EMPTY = EventTimeState(None, None)
-
-
 def _format(value: int | None) -> str:
     """A property value: the decimal digits, or empty for "no such file"."""
     return "" if value is None else str(value)

@@ -29,7 +29,6 @@ from shoal.table.kv import KeyValueLayout
 
 DEDUPLICATE = "deduplicate"
 FIRST_ROW = "first-row"
-MERGE_ENGINES = (DEDUPLICATE, FIRST_ROW)
 
 
 @dataclass(frozen=True, slots=True)

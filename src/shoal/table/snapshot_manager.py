@@ -132,14 +132,21 @@ class SnapshotManager:
                     raise
         raise AssertionError("unreachable")
 
+    def find(self, snapshot_id: int) -> Snapshot | None:
+        """Snapshot ``snapshot_id``, or None when there is none (expired, rolled back or
+        never made). Raises CorruptMetadataError for a file that cannot be read."""
+        try:
+            return self.snapshot(snapshot_id)
+        except SnapshotNotFoundError:
+            return None
+
     def snapshots(self) -> Iterator[Snapshot]:
         """Every snapshot there is, oldest first (skipping any that expire meanwhile).
         Raises CorruptMetadataError at the first snapshot file that cannot be read."""
         for snapshot_id in self.list_ids():
-            try:
-                yield self.snapshot(snapshot_id)
-            except SnapshotNotFoundError:
-                continue
+            found = self.find(snapshot_id)
+            if found is not None:
+                yield found
 
     def survey(self) -> tuple[list[Snapshot], dict[int, CorruptMetadataError]]:
         """Every snapshot there is, oldest first, and apart from them the ones whose file
@@ -152,11 +159,12 @@ class SnapshotManager:
         damaged: dict[int, CorruptMetadataError] = {}
         for snapshot_id in self.list_ids():
             try:
-                readable.append(self.snapshot(snapshot_id))
-            except SnapshotNotFoundError:
-                continue
+                found = self.find(snapshot_id)
             except CorruptMetadataError as exc:
                 damaged[snapshot_id] = exc
+                continue
+            if found is not None:
+                readable.append(found)
         return readable, damaged
 
     def earlier_or_equal_time_millis(self, time_millis: int) -> Snapshot | None:
