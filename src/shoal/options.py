@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from shoal.errors import InvalidOptionError
 
@@ -610,13 +610,18 @@ def validate(raw: Mapping[str, str]) -> None:
 class Options:
     """A table's options: the raw string map, read through typed declarations."""
 
-    __slots__ = ("_raw",)
+    __slots__ = ("_parsed", "_raw")
 
     def __init__(self, raw: Mapping[str, str]) -> None:
         self._raw = dict(raw)
+        self._parsed: dict[str, object] = {}  # each option parsed once
 
     def get(self, option: Option[V]) -> V:
-        return option.get(self._raw)
+        if option.key in self._parsed:
+            return cast(V, self._parsed[option.key])
+        value = option.get(self._raw)
+        self._parsed[option.key] = value
+        return value
 
     def raw(self) -> dict[str, str]:
         return dict(self._raw)
