@@ -267,6 +267,91 @@ def test_expire_snapshots_equals_the_table_method(
     assert jobs.expire_snapshots(spark, two.path, retain_max=2) == shoal.ExpireResult()
 
 
+# Files the cleanup never touches, whatever their age: outside the directories it owns,
+# or below a bucket directory.
+NEVER_TOUCHED = [
+    "stray.txt",
+    "schema/stray",
+    "tag/stray",
+    f"dt={DAY1}/stray.parquet",
+    f"dt={DAY1}/bucket-0/below/data-stray-0.parquet",
+]
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["append", "primary-key"])
+def test_cleanup_on_spark_deletes_exactly_what_it_deletes_in_one_process(
+    spark: SparkSession, tmp_path: Path, keyed: bool
+) -> None:
+    """Expiration and then orphan cleanup on copies of one table with tags (one of them
+    on a snapshot that expires), a rollback's leftovers and strays: the Spark jobs
+    delete exactly the files the table methods delete."""
+    one = _table(tmp_path / "one", keyed=keyed, **REWRITE)
+    _history(one)
+    one.create_tag("t1", 2)
+    one.overwrite(_rows(range(50, 53), DAY1, "g"), partition={"dt": DAY1})
+    one.create_tag("t2")
+    one.append(_rows(range(60, 64), DAY2, "h"))
+    one.append(_rows(range(70, 74), DAY1, "i"))
+    one.rollback_to(snapshot_id=7)  # the files of snapshot 8 are left to orphan cleanup
+    two = _copy(one, tmp_path / "two")
+
+    before = _tree(one.path)
+    local = one.expire_snapshots(retain_max=2)
+    spread = jobs.expire_snapshots(spark, two.path, retain_max=2)
+    assert spread == local
+    assert local.expired_snapshots == 5
+    expired = before - _tree(one.path)
+    assert before - _tree(two.path) == expired
+    assert any("bucket-" in p for p in expired)
+    assert any(p.startswith("manifest/") for p in expired)
+
+    manifest = one.system_table("manifests").column("file_name").to_pylist()[0]
+    live = one.system_table("files").column("file_path").to_pylist()[0]
+    name = uuid.uuid4()
+    for table in (one, two):
+        for relative in [
+            *NEVER_TOUCHED,
+            f"dt={DAY1}/bucket-1/data-{name}-0.parquet",
+            f"dt=2020-01-01/bucket-0/data-{name}-1.parquet",
+            f"manifest/manifest-{name}-0",
+            f"manifest/{os.path.basename(live)}",  # named like a live file: kept
+            f"snapshot/.snapshot-9.{name}.tmp",
+            f"statistics/stat-{name}",
+        ]:
+            _stray(table.path, relative)
+        os.makedirs(os.path.join(table.path, f"dt={DAY2}", "bucket-7"))
+        _age(table.path)
+        _stray(table.path, f"dt={DAY1}/bucket-1/data-young-0.parquet")  # too new to go
+    before = _tree(one.path)
+    assert _tree(two.path) == before
+
+    dry_local = one.remove_orphan_files(dry_run=True)
+    dry_spread = jobs.remove_orphan_files(spark, two.path, dry_run=True)
+    assert _tree(one.path) == _tree(two.path) == before
+    local_clean = one.remove_orphan_files()
+    spread_clean = jobs.remove_orphan_files(spark, two.path)
+
+    deleted = _relative(local_clean.paths, one.path)
+    assert _relative(spread_clean.paths, two.path) == deleted
+    assert _relative(dry_spread.paths, two.path) == _relative(dry_local.paths, one.path) == deleted
+    assert (spread_clean.deleted_count, spread_clean.deleted_bytes) == (
+        local_clean.deleted_count,
+        local_clean.deleted_bytes,
+    )
+    gone = before - _tree(one.path)
+    assert before - _tree(two.path) == gone
+    assert set(deleted) <= gone
+    assert {"dt=2020-01-01", f"dt={DAY2}/bucket-7"} <= gone  # emptied or empty, then removed
+    assert f"manifest/manifest-{name}-0" in deleted
+    assert any(p.startswith(f"dt={DAY1}/bucket-") and "-" + str(name) not in p for p in deleted)
+    for kept in [*NEVER_TOUCHED, f"manifest/{os.path.basename(live)}", f"manifest/{manifest}"]:
+        assert kept in _tree(one.path)
+    assert f"dt={DAY1}/bucket-1/data-young-0.parquet" in _tree(two.path)
+    for table in (one, shoal.open_table(two.path)):
+        assert _sorted(table.to_arrow(tag="t1")) == _sorted(one.to_arrow(tag="t1"))
+        assert _sorted(table.to_arrow()) == _sorted(one.to_arrow())
+
+
 def test_expire_partitions_equals_the_table_method(spark: SparkSession, tmp_path: Path) -> None:
     one = _table(tmp_path / "one", keyed=False)
     for n, day in enumerate(["2020-01-01", "2020-01-02", DAY1]):

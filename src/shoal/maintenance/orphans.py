@@ -35,19 +35,27 @@ Safety rules:
 - shoal does not decode index manifests, so while any root names one, the files in
   ``index/`` all stay.
 
-Each step is a plain function of picklable values (paths, names, ``FileStatus``,
-``Snapshot``) plus the table's ``FileStore`` or ``FileIO``, so a distributed job can
-run the same steps on executors; :func:`remove_orphan_files` composes them on one
-machine.
+One run is one sequence, :func:`remove_orphan_files`, wherever it runs. It makes
+every decision above (the threshold, the directories, the roots and what they reach,
+which files go, the order) and hands the steps whose cost grows with the table's files
+to an :class:`OrphanExecutor`: listing the directories, reading the manifest lists,
+and sweeping the candidates, that is finding those no root names and running a
+:class:`Sweep` over them (the choice and the deletes, the same code wherever it runs).
+:class:`ThreadExecutor` runs them in this process on the I/O pool; the Spark job
+(``shoal.spark.jobs.remove_orphan_files``) runs them in Spark tasks. The steps are
+plain functions of picklable values (paths, names, ``FileStatus``, ``Snapshot``)
+plus the table's ``FileStore`` or ``FileIO``, so an executor can run them anywhere.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence, Set
+from concurrent.futures import Future
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from shoal.errors import (
     CorruptMetadataError,
@@ -179,6 +187,37 @@ def _is_snapshot_metadata(name: str) -> bool:
     return name.startswith(SNAPSHOT_PREFIX) and name[len(SNAPSHOT_PREFIX) :].isdigit()
 
 
+def metadata_directories(store: FileStore) -> list[tuple[str, bool]]:
+    """The metadata directories whose files are candidates, each with whether it is
+    the snapshot directory (see :func:`list_candidates`)."""
+    root = store.root
+    return [
+        (store.paths.snapshot_dir, True),
+        (store.paths.manifest_dir, False),
+        (f"{root}/index", False),
+        (f"{root}/statistics", False),
+    ]
+
+
+def candidate_directories(store: FileStore, data: DataDirectories) -> list[tuple[str, bool]]:
+    """The directories whose files are candidates, each with whether it is the
+    snapshot directory: the metadata directories, then the bucket directories in the
+    order of ``data.buckets``."""
+    return [*metadata_directories(store), *((b.path, False) for b in data.buckets)]
+
+
+def list_directories(
+    file_io: FileIO, directories: Sequence[tuple[str, bool]]
+) -> list[list[FileStatus]]:
+    """The candidates of each of ``directories`` (see :func:`candidate_directories`),
+    in their order, listed on the I/O pool where the filesystem gains from it."""
+    return io_map(
+        lambda d: list_candidates(file_io, d[0], snapshot_dir=d[1]),
+        directories,
+        concurrent=file_io.concurrent_reads,
+    )
+
+
 def check_modification_times(files: Iterable[FileStatus]) -> None:
     """Raise FileTimeError if a file's time looks like seconds (or is missing): the age
     threshold would then count every file as old."""
@@ -301,23 +340,42 @@ def files_named_by(
     return {n for names in _map_reads(store, read, manifest_names) if names for n in names}
 
 
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """What the roots name: ``names``, the files their JSON names and the manifests
+    their manifest lists name; ``manifests``, whose entries name the rest (the data
+    files and their extra files). A candidate is used when its name is among them,
+    whatever directory it lies in: matching is by name alone."""
+
+    names: frozenset[str]
+    manifests: tuple[str, ...]
+
+    @staticmethod
+    def of(roots: Sequence[Snapshot], manifests: Iterable[str]) -> Reach:
+        """The reach of ``roots``, whose manifest lists name ``manifests``."""
+        named = tuple(sorted(manifests))
+        return Reach(frozenset(root_file_names(roots)).union(named), named)
+
+    def used_among(self, store: FileStore, candidates: Set[str]) -> set[str]:
+        """The names of ``candidates`` that the roots reach; the manifests are searched
+        for these names only (see :func:`files_named_by`)."""
+        used = files_named_by(store, self.manifests, candidates)
+        used.update(self.names.intersection(candidates))
+        return used
+
+
 def used_names(
     store: FileStore,
     roots: Sequence[Snapshot],
-    metadata: Set[str],
-    data: Set[str],
+    *candidates: Set[str],
     manifests: Set[str] | None = None,
 ) -> set[str]:
-    """The names of candidates that some root in ``roots`` reaches: ``metadata`` holds
-    the candidates of the metadata directories, ``data`` those of the bucket
-    directories; ``manifests``, when given, are the manifests the roots' manifest lists
-    name (read already)."""
-    used = root_file_names(roots) & metadata
+    """The names among ``candidates`` that some root in ``roots`` reaches;
+    ``manifests``, when given, are the manifests the roots' manifest lists name (read
+    already)."""
     if manifests is None:
         manifests = manifests_named_by(store, manifest_list_names(roots))
-    used |= manifests & metadata
-    used |= files_named_by(store, manifests, data)
-    return used
+    return Reach.of(roots, manifests).used_among(store, set().union(*candidates))
 
 
 def _manifest_names(store: FileStore, list_name: str) -> list[str]:
@@ -355,21 +413,45 @@ def _map_reads(store: FileStore, fn: Callable[[A], R], items: Iterable[A]) -> li
     return io_map(fn, items, concurrent=store.file_io.concurrent_reads)
 
 
-# --- step 3: choosing ------------------------------------------------------------------------
-def choose_orphans(
-    candidates: Iterable[FileStatus],
-    used: Set[str],
-    threshold_ms: int,
-    *,
-    protected_dirs: Sequence[str] = (),
-) -> list[FileStatus]:
-    """The candidates older than ``threshold_ms`` whose name is not ``used``, outside
-    ``protected_dirs``."""
-    old = [c for c in candidates if c.mtime_ms < threshold_ms]
-    unused = [c for c in old if c.path.rpartition("/")[2] not in used]
-    if not protected_dirs:
-        return unused
-    return [c for c in unused if _parent(c.path) not in protected_dirs]
+# --- step 3: choosing and deleting ----------------------------------------------------------
+def is_old(status: FileStatus, threshold_ms: int) -> bool:
+    """Whether a file or directory was last modified before the threshold: the age
+    guard, the only protection of a commit in flight."""
+    return status.mtime_ms < threshold_ms
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """The last step over candidates, the same code wherever an executor runs it: the
+    orphans among them (older than the threshold, named by no root, outside
+    ``protected_dirs``) are deleted, or in a dry run only reported. Picklable, so it
+    can run where the candidates were listed."""
+
+    threshold_ms: int
+    protected_dirs: tuple[str, ...] = ()
+    dry_run: bool = False
+
+    def choose(
+        self, candidates: Iterable[FileStatus], used: Set[str] = frozenset()
+    ) -> list[FileStatus]:
+        """The orphans among ``candidates``, whose names ``used`` does not hold."""
+        protected = self.protected_dirs
+        return [
+            c
+            for c in candidates
+            if is_old(c, self.threshold_ms)
+            and file_name(c.path) not in used
+            and not (protected and _parent(c.path) in protected)
+        ]
+
+    def __call__(
+        self, file_io: FileIO, candidates: Iterable[FileStatus], used: Set[str] = frozenset()
+    ) -> list[FileStatus]:
+        """Delete the orphans among ``candidates`` (``used``: the names of candidates
+        that some root reaches, for an executor that has not left those out already);
+        returns those deleted or found gone, or in a dry run those a run would delete."""
+        orphans = self.choose(candidates, used)
+        return orphans if self.dry_run else _delete_in_batches(file_io, orphans)
 
 
 def protected_directories(store: FileStore, roots: Iterable[Snapshot]) -> list[str]:
@@ -381,7 +463,6 @@ def protected_directories(store: FileStore, roots: Iterable[Snapshot]) -> list[s
     return []
 
 
-# --- step 4: deleting ------------------------------------------------------------------------
 def delete_files(file_io: FileIO, files: Sequence[FileStatus]) -> list[FileStatus]:
     """Delete ``files`` with ``FileIO.delete_many`` (batched on object stores, on the
     I/O pool); returns those deleted or found gone. A file that cannot be deleted is
@@ -395,6 +476,15 @@ def delete_files(file_io: FileIO, files: Sequence[FileStatus]) -> list[FileStatu
     return list(files)
 
 
+def _delete_in_batches(file_io: FileIO, files: list[FileStatus]) -> list[FileStatus]:
+    """Delete ``files`` a batch at a time, so that the pending deletions stay few."""
+    deleted: list[FileStatus] = []
+    for start in range(0, len(files), DELETE_BATCH):
+        deleted.extend(delete_files(file_io, files[start : start + DELETE_BATCH]))
+    return deleted
+
+
+# --- step 4: empty directories ---------------------------------------------------------------
 def remove_empty_directories(
     file_io: FileIO, directories: Iterable[str], removable: Set[str]
 ) -> list[str]:
@@ -419,134 +509,6 @@ def remove_empty_directories(
     return removed
 
 
-# --- the whole run ---------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class _DataListing:
-    """Candidate files of the bucket directories and the data directories they were
-    found in."""
-
-    files: list[FileStatus]
-    data: DataDirectories
-    empty_buckets: list[str]
-
-
-def metadata_directories(store: FileStore) -> list[tuple[str, bool]]:
-    """The metadata directories whose files are candidates, each with whether it is
-    the snapshot directory (see :func:`list_candidates`)."""
-    root = store.root
-    return [
-        (store.paths.snapshot_dir, True),
-        (store.paths.manifest_dir, False),
-        (f"{root}/index", False),
-        (f"{root}/statistics", False),
-    ]
-
-
-def candidate_directories(store: FileStore, data: DataDirectories) -> list[tuple[str, bool]]:
-    """The directories whose files are candidates, each with whether it is the
-    snapshot directory: the metadata directories, then the bucket directories in the
-    order of ``data.buckets``."""
-    return [*metadata_directories(store), *((b.path, False) for b in data.buckets)]
-
-
-def _list_directories(
-    file_io: FileIO, directories: list[tuple[str, bool]]
-) -> list[list[FileStatus]]:
-    return io_map(
-        lambda d: list_candidates(file_io, d[0], snapshot_dir=d[1]),
-        directories,
-        concurrent=file_io.concurrent_reads,
-    )
-
-
-def _list_metadata(store: FileStore) -> list[FileStatus]:
-    """Step 1 for the metadata directories."""
-    return [
-        f for batch in _list_directories(store.file_io, metadata_directories(store)) for f in batch
-    ]
-
-
-def _list_data(store: FileStore) -> _DataListing:
-    """Step 1 for the bucket directories, found and listed in parallel."""
-    file_io = store.file_io
-    data = find_data_directories(file_io, store.root, len(store.schema.partition_keys))
-    listed = _list_directories(file_io, [(b.path, False) for b in data.buckets])
-    empty = [b.path for b, files in zip(data.buckets, listed, strict=True) if not files]
-    return _DataListing([f for batch in listed for f in batch], data, empty)
-
-
-def remove_orphan_files(
-    store: FileStore,
-    *,
-    older_than: datetime | None = None,
-    dry_run: bool = False,
-    now: datetime | None = None,
-) -> OrphanFilesResult:
-    """Delete the files of the table's directories that no snapshot, tag, changelog or
-    branch reaches and that are older than ``older_than`` (default: ``now`` minus one
-    day), then the bucket and partition directories left empty. ``dry_run`` reports
-    the files and deletes nothing.
-
-    Raises InvalidArgumentError for ``older_than`` after ``now``, FileTimeError when the
-    filesystem's times are not in milliseconds, and CorruptMetadataError when metadata
-    that a root references cannot be read; nothing is deleted then.
-    """
-    threshold = threshold_millis(older_than, now)
-    # The directories are listed while the roots and their manifest lists are read:
-    # the listing waits on the filesystem, the reading on the CPU. Whatever the order,
-    # a file the roots do not name yet is protected by the threshold, fixed before
-    # either starts.
-    with in_background(lambda: (_list_metadata(store), _list_data(store))) as listed:
-        roots = table_roots(store)
-        manifests = manifests_named_by(store, manifest_list_names(roots))
-        metadata_files, listing = listed.result()
-    files = metadata_files + listing.files
-    check_modification_times(files)
-    metadata_candidates = _old_names(metadata_files, threshold)
-    data_candidates = _old_names(listing.files, threshold)
-    used = used_names(store, roots, metadata_candidates, data_candidates, manifests)
-    orphans = choose_orphans(
-        files, used, threshold, protected_dirs=protected_directories(store, roots)
-    )
-    deleted = orphans if dry_run else _delete_in_batches(store.file_io, orphans)
-    removed = (
-        []
-        if dry_run
-        else remove_emptied_directories(
-            store, listing.data, listing.empty_buckets, [f.path for f in deleted], threshold
-        )
-    )
-    result = OrphanFilesResult(
-        deleted_count=len(deleted),
-        deleted_bytes=sum(f.size for f in deleted),
-        paths=tuple(sorted(f.path for f in deleted)),
-    )
-    logger.info(
-        "orphan cleanup of %s: %s %d files (%d bytes) of %d candidates, removed %d empty "
-        "directories",
-        store.uri,
-        "would delete" if dry_run else "deleted",
-        result.deleted_count,
-        result.deleted_bytes,
-        len(metadata_candidates) + len(data_candidates),
-        len(removed),
-    )
-    return result
-
-
-def _old_names(files: Iterable[FileStatus], threshold_ms: int) -> set[str]:
-    # file_name inlined: this runs once per file of the table
-    return {f.path.rpartition("/")[2] for f in files if f.mtime_ms < threshold_ms}
-
-
-def _delete_in_batches(file_io: FileIO, files: list[FileStatus]) -> list[FileStatus]:
-    """Delete ``files`` a batch at a time, so that the pending deletions stay few."""
-    deleted: list[FileStatus] = []
-    for start in range(0, len(files), DELETE_BATCH):
-        deleted.extend(delete_files(file_io, files[start : start + DELETE_BATCH]))
-    return deleted
-
-
 def remove_emptied_directories(
     store: FileStore,
     data: DataDirectories,
@@ -558,9 +520,173 @@ def remove_emptied_directories(
     emptied or that were listed empty (``empty_buckets``), and the leaf partition
     directories, then their parents, when they were older than the threshold before
     the run (deleting files makes a directory look new)."""
-    removable = {d.path for d in (*data.buckets, *data.partitions) if d.mtime_ms < threshold_ms}
+    removable = {d.path for d in (*data.buckets, *data.partitions) if is_old(d, threshold_ms)}
     removable.discard(store.root)
     bucket_paths = {b.path for b in data.buckets}
     touched = {_parent(p) for p in deleted_paths} & bucket_paths
     tried = touched | set(empty_buckets) | set(data.leaf_partitions())
     return remove_empty_directories(store.file_io, tried, removable)
+
+
+# --- where the steps run ---------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Survey:
+    """What a run checks of a listing before it goes on: the candidate modified
+    earliest (None when there is none), and the listed directories that hold no
+    candidate."""
+
+    oldest: FileStatus | None
+    empty_directories: frozenset[str]
+
+
+class Candidates(Protocol):
+    """The candidate files of one run, held where an :class:`OrphanExecutor` listed
+    them."""
+
+    def survey(self) -> Survey:
+        """The oldest candidate and the empty directories; raises what the listing
+        raised."""
+        ...
+
+    def sweep(self, reach: Reach, sweep: Sweep) -> list[FileStatus]:
+        """Run ``sweep`` over the candidates whose name ``reach`` does not hold (every
+        manifest read before the first delete); returns what it deleted, or in a dry
+        run would delete."""
+        ...
+
+    def close(self) -> None:
+        """Release the listing."""
+        ...
+
+
+class OrphanExecutor(Protocol):
+    """Where a run's steps over the table's files run: listing the candidate
+    directories, reading the manifest lists, and (through :class:`Candidates`)
+    sweeping. It decides nothing; :func:`remove_orphan_files` hands it every input."""
+
+    def list_candidates(
+        self, store: FileStore, directories: Sequence[tuple[str, bool]]
+    ) -> Candidates:
+        """The candidates of ``directories`` (:func:`list_directories`)."""
+        ...
+
+    def manifests_named_by(self, store: FileStore, list_names: Sequence[str]) -> set[str]:
+        """:func:`manifests_named_by` of ``list_names``."""
+        ...
+
+
+class ThreadExecutor:
+    """Runs a run's steps in this process, on the I/O pool where the filesystem gains
+    from it."""
+
+    def list_candidates(
+        self, store: FileStore, directories: Sequence[tuple[str, bool]]
+    ) -> Candidates:
+        return _Listed(store, list(directories), list_directories(store.file_io, directories))
+
+    def manifests_named_by(self, store: FileStore, list_names: Sequence[str]) -> set[str]:
+        return manifests_named_by(store, list_names)
+
+
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """Candidates listed in this process: ``listed[i]`` are those of
+    ``directories[i]``."""
+
+    store: FileStore
+    directories: list[tuple[str, bool]]
+    listed: list[list[FileStatus]]
+
+    def _files(self) -> list[FileStatus]:
+        return [f for batch in self.listed for f in batch]
+
+    def survey(self) -> Survey:
+        empty = (
+            d for (d, _), files in zip(self.directories, self.listed, strict=True) if not files
+        )
+        oldest = min(self._files(), key=lambda f: f.mtime_ms, default=None)
+        return Survey(oldest, frozenset(empty))
+
+    def sweep(self, reach: Reach, sweep: Sweep) -> list[FileStatus]:
+        files = self._files()
+        # Only old candidates can go: the manifests are searched for their names alone.
+        old = {file_name(f.path) for f in files if is_old(f, sweep.threshold_ms)}
+        return sweep(self.store.file_io, files, reach.used_among(self.store, old))
+
+    def close(self) -> None:
+        pass
+
+
+# --- the whole run ---------------------------------------------------------------------------
+def remove_orphan_files(
+    store: FileStore,
+    *,
+    older_than: datetime | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    executor: OrphanExecutor | None = None,
+) -> OrphanFilesResult:
+    """Delete the files of the table's directories that no snapshot, tag, changelog or
+    branch reaches and that are older than ``older_than`` (default: ``now`` minus one
+    day), then the bucket and partition directories left empty. ``dry_run`` reports
+    the files and deletes nothing. ``executor`` runs the listing, the manifest reads
+    and the sweep (default: :class:`ThreadExecutor`, in this process); whichever runs
+    them, every decision is made here.
+
+    Raises InvalidArgumentError for ``older_than`` after ``now``, FileTimeError when the
+    filesystem's times are not in milliseconds, and CorruptMetadataError when metadata
+    that a root references cannot be read; nothing is deleted then.
+    """
+    threshold = threshold_millis(older_than, now)
+    executor = executor or ThreadExecutor()
+    with ExitStack() as cleanup:
+        # The directories are listed while the roots and their manifest lists are
+        # read: the listing waits on the filesystem, the reading on the CPU. Whatever
+        # the order, a file the roots do not name yet is protected by the threshold,
+        # fixed before either starts.
+        with in_background(lambda: _list(store, executor)) as listing:
+            cleanup.callback(_close, listing)
+            roots = table_roots(store)
+            manifests = executor.manifests_named_by(store, manifest_list_names(roots))
+        data, candidates = listing.result()
+        survey = candidates.survey()
+        check_modification_times([survey.oldest] if survey.oldest else [])
+        sweep = Sweep(threshold, tuple(protected_directories(store, roots)), dry_run)
+        deleted = candidates.sweep(Reach.of(roots, manifests), sweep)
+    empty_buckets = [b.path for b in data.buckets if b.path in survey.empty_directories]
+    removed = (
+        []
+        if dry_run
+        else remove_emptied_directories(
+            store, data, empty_buckets, [f.path for f in deleted], threshold
+        )
+    )
+    result = OrphanFilesResult(
+        deleted_count=len(deleted),
+        deleted_bytes=sum(f.size for f in deleted),
+        paths=tuple(sorted(f.path for f in deleted)),
+    )
+    logger.info(
+        "orphan cleanup of %s: %s %d files (%d bytes) in %d bucket directories, removed %d "
+        "empty directories",
+        store.uri,
+        "would delete" if dry_run else "deleted",
+        result.deleted_count,
+        result.deleted_bytes,
+        len(data.buckets),
+        len(removed),
+    )
+    return result
+
+
+def _list(store: FileStore, executor: OrphanExecutor) -> tuple[DataDirectories, Candidates]:
+    """Step 1: find the bucket directories, then list the candidates with
+    ``executor``."""
+    data = find_data_directories(store.file_io, store.root, len(store.schema.partition_keys))
+    return data, executor.list_candidates(store, candidate_directories(store, data))
+
+
+def _close(listing: Future[tuple[DataDirectories, Candidates]]) -> None:
+    """Release the candidates of a listing that succeeded (it has finished by now)."""
+    if listing.exception() is None:
+        listing.result()[1].close()

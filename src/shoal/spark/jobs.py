@@ -13,20 +13,24 @@ the table methods on the same table.
   the one COMPACT commit (an event-time compaction is exclusive, as in
   ``Table.compact``). A commit that loses to a concurrent one is planned and
   rewritten again, as on one machine.
-- :func:`remove_orphan_files` has the shape of Paimon's ``SparkOrphanFilesClean``:
-  the roots (snapshots, tags, changelogs, branches) are read on the driver; the
-  manifest lists and then the manifests are read in tasks, for names only; the
-  candidate directories are listed in tasks; a DataFrame ``left_anti`` join on the
-  file name keeps the candidates nothing names; the deletes run in tasks, one
-  directory's files in one task; the empty directories go last, on the driver.
+- :func:`remove_orphan_files` runs ``maintenance.orphans.remove_orphan_files`` with
+  an executor of Spark tasks, in the shape of Paimon's ``SparkOrphanFilesClean``: the
+  run reads the roots (snapshots, tags, changelogs, branches) on the driver and
+  decides the directories, the threshold and what is never touched; the candidate
+  directories are listed in tasks and the manifest lists read in tasks, for names
+  only; the manifests the roots reach are read in tasks too, and a DataFrame
+  ``left_anti`` join on the file name keeps the candidates nothing names; the run's
+  sweep (the choice and the deletes) runs in tasks, one directory's files in one
+  task; the empty directories go last, on the driver.
   The join runs in the JVM on Arrow-fed columns: Spark picks a broadcast or a
   sort-merge join by size and spills when the history's names do not fit in
   memory, while an ``RDD.subtract`` would pickle every name through Python workers
   on both sides of its shuffle.
-- :func:`expire_snapshots` plans on the driver with the single-process planning;
-  the data files, then the manifests, then the manifest lists are deleted in
-  batches in tasks, each batch a job that ends before the next begins; the
-  snapshot files (oldest first) and the ``EARLIEST`` hint follow on the driver.
+- :func:`expire_snapshots` runs ``maintenance.expire.expire_snapshots`` with a
+  deleter of Spark tasks: the run plans on the driver; the data files, then the
+  manifests, then the manifest lists are deleted in batches in tasks, each batch a
+  job that ends before the next begins; the snapshot files (oldest first) and the
+  ``EARLIEST`` hint follow on the driver.
 - :func:`expire_partitions` runs on the driver: it is one OVERWRITE commit of
   DELETE entries, which reads the live entries' metadata and deletes no file, so
   there is nothing to hand out, and a commit is made by one process.
@@ -66,13 +70,12 @@ from pyspark.sql.types import StructType
 
 from shoal.compaction.compact import CompactResult, CompactTask, compact_with, run_task
 from shoal.errors import InvalidArgumentError, ShoalError, TableNotFoundError
-from shoal.io import FileStatus, file_io_for, parallel_map
+from shoal.io import FileStatus, file_io_for
 from shoal.maintenance import expire as _expire
 from shoal.maintenance import orphans as _orphans
 from shoal.maintenance.expire import ExpireResult
 from shoal.maintenance.maintain import maintain
 from shoal.maintenance.orphans import OrphanFilesResult
-from shoal.spec.snapshot import Snapshot
 from shoal.table.commit import FileStoreCommit
 from shoal.table.paths import PathFactory
 from shoal.table.schema_manager import SchemaManager
@@ -101,7 +104,7 @@ _LISTED = pa.schema(
 _NAMES = pa.schema([("name", pa.string())])
 _MESSAGES = pa.schema([("index", pa.int64()), ("message", pa.binary())])
 _COUNT = pa.schema([("deleted", pa.int64())])
-_DELETED = pa.schema([("path", pa.string()), ("size", pa.int64())])
+_SWEPT = pa.schema([("path", pa.string()), ("size", pa.int64()), ("mtime_ms", pa.int64())])
 
 
 # --- the public jobs -------------------------------------------------------------------------
@@ -137,91 +140,13 @@ def remove_orphan_files(
 ) -> OrphanFilesResult:
     """Delete the files of the table at ``table_path`` that nothing reaches and that
     are older than ``older_than`` (default: now minus one day), as
-    ``Table.remove_orphan_files`` does, with the listing, the manifest reads and the
-    deletes in Spark tasks. ``dry_run`` only reports the files."""
+    ``Table.remove_orphan_files`` does: the same run, with the listing, the manifest
+    reads and the sweep in Spark tasks. ``dry_run`` only reports the files."""
     store = _open_table(table_path)
-    threshold = _orphans.threshold_millis(older_than)
-    most = max_tasks(spark)
-    data = _orphans.find_data_directories(
-        store.file_io, store.root, len(store.schema.partition_keys)
+    executor = _OrphansOnSpark(spark, max_tasks(spark))
+    return _orphans.remove_orphan_files(
+        store, older_than=older_than, dry_run=dry_run, executor=executor
     )
-    directories = _orphans.candidate_directories(store, data)
-    listed = _run_groups(
-        spark, [(store.uri, g) for g in chunks(directories, most)], _list_directories, _LISTED
-    ).persist()
-    entry_names: DataFrame | None = None
-    try:
-        empty_buckets = _check_listing(listed, data)
-        roots = _orphans.table_roots(store)
-        ref = _StoreRef(store.uri, store.schema.id)
-        entry_names = _entry_names(spark, ref, roots, most).persist()
-        # Every manifest was read before anything is deleted.
-        _raise_task_errors(entry_names.where(_is_error()).select(_ERROR).toArrow())
-        used = entry_names.where(~_is_error()).drop(_ERROR)
-        candidates = listed.where(~_is_error() & F.col("path").isNotNull()).drop(_ERROR)
-        unused = candidates.join(used, "name", "left_anti")
-        protected = tuple(_orphans.protected_directories(store, roots))
-        chooser = _DeleteOrphans(store.uri, threshold, protected, dry_run)
-        deleted = _collect(
-            unused.repartition(most, "dir").mapInArrow(chooser, _spark_schema(_DELETED))
-        )
-        paths: list[str] = deleted.column("path").to_pylist()
-        removed = (
-            []
-            if dry_run
-            else _orphans.remove_emptied_directories(store, data, empty_buckets, paths, threshold)
-        )
-    finally:
-        listed.unpersist()
-        if entry_names is not None:
-            entry_names.unpersist()
-    result = OrphanFilesResult(
-        deleted_count=len(paths),
-        deleted_bytes=sum(deleted.column("size").to_pylist()),
-        paths=tuple(sorted(paths)),
-    )
-    logger.info(
-        "orphan cleanup of %s on Spark: %s %d files (%d bytes) in %d directories, removed %d "
-        "empty directories",
-        table_path,
-        "would delete" if dry_run else "deleted",
-        result.deleted_count,
-        result.deleted_bytes,
-        len(directories),
-        len(removed),
-    )
-    return result
-
-
-def _check_listing(listed: DataFrame, data: _orphans.DataDirectories) -> list[str]:
-    """Check the listing (and cache it): raise a task's error, or FileTimeError for
-    times not in milliseconds; return the bucket directories that hold no file."""
-    suspect = (
-        _is_error() | F.col("path").isNull() | (F.col("mtime_ms") <= _orphans.MIN_MILLISECOND_MTIME)
-    )
-    rows = _collect(listed.where(suspect)).to_pylist()
-    _orphans.check_modification_times(
-        FileStatus(r["path"], r["size"], r["mtime_ms"], False)
-        for r in rows
-        if r["path"] is not None
-    )
-    empty = {r["dir"] for r in rows if r["path"] is None}
-    return [b.path for b in data.buckets if b.path in empty]
-
-
-def _entry_names(
-    spark: SparkSession, ref: _StoreRef, roots: Sequence[Snapshot], most: int
-) -> DataFrame:
-    """Every name the roots reach, with the error column: the files their JSON names
-    (from the driver), the manifests their lists name (read in tasks, collected), and
-    the data and extra files those manifests name (read in tasks, left distributed)."""
-    lists = sorted(_orphans.manifest_list_names(roots))
-    read = _run_groups(spark, [(ref, g) for g in chunks(lists, most)], _manifests_of, _NAMES)
-    manifests = sorted(set(_collect(read).column("name").to_pylist()))
-    named = sorted(_orphans.root_file_names(roots) | set(manifests))
-    files = _run_groups(spark, [(ref, g) for g in chunks(manifests, most)], _files_of, _NAMES)
-    listed = pa.table({"name": named, _ERROR: pa.nulls(len(named), pa.binary())})
-    return files.unionByName(spark.createDataFrame(listed))
 
 
 def expire_snapshots(  # noqa: PLR0917 (positional like Table.expire_snapshots)
@@ -457,14 +382,94 @@ def _rewrite_group(payload: tuple[_StoreRef, list[tuple[int, CompactTask]]]) -> 
         yield pa.table({"index": [index], "message": [message]}, schema=_MESSAGES)
 
 
+@dataclass(frozen=True, slots=True)
+class _OrphansOnSpark:
+    """Orphan cleanup's executor: the directories listed and the manifest lists read
+    in tasks, a group of them per task."""
+
+    spark: SparkSession
+    most: int  # tasks per step, at most
+
+    def list_candidates(
+        self, store: FileStore, directories: Sequence[tuple[str, bool]]
+    ) -> _CandidatesOnSpark:
+        groups = [(store.uri, g) for g in chunks(directories, self.most)]
+        listed = _run_groups(self.spark, groups, _list_directories, _LISTED).persist()
+        return _CandidatesOnSpark(
+            self.spark, _StoreRef(store.uri, store.schema.id), self.most, listed
+        )
+
+    def manifests_named_by(self, store: FileStore, list_names: Sequence[str]) -> set[str]:
+        ref = _StoreRef(store.uri, store.schema.id)
+        read = _names_in_tasks(self.spark, ref, _manifests_of, list_names, self.most)
+        return set(_collect(read).column("name").to_pylist())
+
+
+@dataclass(frozen=True, slots=True)
+class _CandidatesOnSpark:
+    """Candidates listed in tasks and left in Spark, cached: a row per file, and a row
+    without a path per directory that holds none."""
+
+    spark: SparkSession
+    ref: _StoreRef
+    most: int
+    listed: DataFrame
+
+    def survey(self) -> _orphans.Survey:
+        files = self.listed.where(~_is_error() & F.col("path").isNotNull())
+        odd = self.listed.where(_is_error() | F.col("path").isNull())
+        rows = _collect(odd.unionByName(files.orderBy("mtime_ms").limit(1))).to_pylist()
+        oldest = [_status(r) for r in rows if r["path"] is not None]
+        empty = frozenset(r["dir"] for r in rows if r["path"] is None)
+        return _orphans.Survey(oldest[0] if oldest else None, empty)
+
+    def sweep(self, reach: _orphans.Reach, sweep: _orphans.Sweep) -> list[FileStatus]:
+        """The names ``reach`` holds (the entries of its manifests read in tasks and
+        left in Spark), a ``left_anti`` join of the candidates with them, then ``sweep``
+        in tasks, one directory's candidates in one task."""
+        files = _names_in_tasks(self.spark, self.ref, _files_of, reach.manifests, self.most)
+        named = pa.table(
+            {"name": sorted(reach.names), _ERROR: pa.nulls(len(reach.names), pa.binary())},
+            schema=_NAMES.append(pa.field(_ERROR, pa.binary())),
+        )
+        reached = files.unionByName(self.spark.createDataFrame(named)).persist()
+        try:
+            # Every manifest was read before anything is deleted.
+            _raise_task_errors(reached.where(_is_error()).select(_ERROR).toArrow())
+            used = reached.where(~_is_error()).drop(_ERROR)
+            candidates = self.listed.where(~_is_error() & F.col("path").isNotNull()).drop(_ERROR)
+            unused = candidates.join(used, "name", "left_anti").repartition(self.most, "dir")
+            task = _SweepTask(self.ref.uri, sweep)
+            swept = _collect(unused.mapInArrow(task, _spark_schema(_SWEPT)))
+        finally:
+            reached.unpersist()
+        return [_status(r) for r in swept.to_pylist()]
+
+    def close(self) -> None:
+        self.listed.unpersist()
+
+
+def _names_in_tasks(
+    spark: SparkSession,
+    ref: _StoreRef,
+    work: Callable[[tuple[_StoreRef, list[str]]], Iterator[pa.Table]],
+    items: Sequence[str],
+    most: int,
+) -> DataFrame:
+    """The names ``work`` finds in ``items``, a group of items per task."""
+    return _run_groups(spark, [(ref, g) for g in chunks(items, most)], work, _NAMES)
+
+
+def _status(row: dict[str, Any]) -> FileStatus:
+    return FileStatus(row["path"], row["size"], row["mtime_ms"], False)
+
+
 def _list_directories(payload: tuple[str, list[tuple[str, bool]]]) -> Iterator[pa.Table]:
-    """The candidate files of the directories; an empty directory gives a row without
-    a path."""
+    """The candidates of the directories; an empty directory gives a row without a
+    path."""
     uri, directories = payload
     file_io, _ = file_io_for(uri)
-    listed = parallel_map(
-        lambda d: _orphans.list_candidates(file_io, d[0], snapshot_dir=d[1]), directories
-    )
+    listed = _orphans.list_directories(file_io, directories)
     rows: dict[str, list[Any]] = {f.name: [] for f in _LISTED}
     for (directory, _), files in zip(directories, listed, strict=True):
         if not files:
@@ -492,30 +497,22 @@ def _files_of(payload: tuple[_StoreRef, list[str]]) -> Iterator[pa.Table]:
 
 
 @dataclass(frozen=True, slots=True)
-class _DeleteOrphans:
-    """The delete step of orphan cleanup, over candidates that no root names: the
-    single-process choice (age, protected directories), then the deletes."""
+class _SweepTask:
+    """The function ``mapInArrow`` runs over candidates that no root names: the run's
+    sweep."""
 
     uri: str
-    threshold_ms: int
-    protected_dirs: tuple[str, ...]
-    dry_run: bool
+    sweep: _orphans.Sweep
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         file_io, _ = file_io_for(self.uri)
         candidates = [
-            FileStatus(row["path"], row["size"], row["mtime_ms"], False)
+            _status(row)
             for batch in batches
             for row in batch.select(["path", "size", "mtime_ms"]).to_pylist()
         ]
-        chosen = _orphans.choose_orphans(
-            candidates, frozenset(), self.threshold_ms, protected_dirs=self.protected_dirs
-        )
-        deleted = chosen if self.dry_run else _orphans.delete_files(file_io, chosen)
-        yield pa.RecordBatch.from_pydict(
-            {"path": [f.path for f in deleted], "size": [f.size for f in deleted]},
-            schema=_DELETED,
-        )
+        swept = self.sweep(file_io, candidates)
+        yield pa.RecordBatch.from_pylist([f._asdict() for f in swept], schema=_SWEPT)
 
 
 def _delete_on_spark(spark: SparkSession, uri: str, paths: Sequence[str]) -> int:
