@@ -416,7 +416,7 @@ def _delta_stray_dirs(table: Path) -> list[tuple[str, str]]:
 def _orphans_available() -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("shoal.maintenance.orphans") is not None
+    return importlib.util.find_spec("shoal.cleanup.orphans") is not None
 
 
 def run_orphans(config: CleanupConfig) -> CleanupReport:

@@ -49,12 +49,12 @@ def _inline_background(fn: Callable[[], R]) -> Iterator[Future[R]]:
 
 
 def _inline_pool() -> ExitStack:
-    import shoal.maintenance.expire
-    import shoal.maintenance.orphans
-    import shoal.table.manifests
+    import shoal.cleanup.expire
+    import shoal.cleanup.orphans
+    import shoal.core.manifests
 
     stack = ExitStack()
-    for module in (shoal.maintenance.expire, shoal.maintenance.orphans, shoal.table.manifests):
+    for module in (shoal.cleanup.expire, shoal.cleanup.orphans, shoal.core.manifests):
         for name, inline in (
             ("parallel_map", _inline_map),
             ("io_map", _inline_io_map),

@@ -48,19 +48,19 @@ import pyarrow as pa
 
 import shoal
 from shoal import options as O
-from shoal.spec import binary_row, block_codecs
-from shoal.spec import manifest as M
-from shoal.spec import types as T
-from shoal.spec.avro_container import BLOCK_BYTES
-from shoal.spec.data_file import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, DataFileMeta
-from shoal.spec.manifest import ManifestEntry, ManifestFileMeta
-from shoal.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
-from shoal.spec.stats import SimpleStats
-from shoal.table.freshness_watermark import EventTimeState
-from shoal.table.manifest_merge import merge_manifests
-from shoal.table.manifests import ManifestStore
-from shoal.table.snapshot_manager import EARLIEST, LATEST
-from shoal.table.store import FileStore
+from shoal.core.freshness_watermark import EventTimeState
+from shoal.core.manifest_merge import merge_manifests
+from shoal.core.manifests import ManifestStore
+from shoal.core.snapshot_manager import EARLIEST, LATEST
+from shoal.core.store import FileStore
+from shoal.format import avro, binary_row
+from shoal.format import manifest as M
+from shoal.format import types as T
+from shoal.format.avro.container import BLOCK_BYTES
+from shoal.format.data_file import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, DataFileMeta
+from shoal.format.manifest import ManifestEntry, ManifestFileMeta
+from shoal.format.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from shoal.format.stats import SimpleStats
 
 TABLE = "bench.scale"
 COMMITS_PER_PARTITION = 10  # 9 appends, then one compaction
@@ -390,7 +390,7 @@ _SCHEMA_ID = operator.attrgetter("schema_id")
 
 
 def _block(out: bytearray, raw: bytes, count: int, sync: bytes) -> None:
-    data = block_codecs.compress("zstandard", raw)
+    data = avro.compression.compress("zstandard", raw)
     out += _long(count) if count < 256 else _zz(count)
     out += _zz(len(data))
     out += data
@@ -656,9 +656,9 @@ def self_check(seed: int = 7) -> None:
                 meta = file_meta(f, dt, level, created)
                 theirs += [ManifestEntry(kind, key, b, BUCKETS, meta) for kind in (0, 1)]
                 assert key_row(f[3]) == binary_row.serialize([f[3]], _KEY_TYPES)
-    from shoal.spec import avro_container
+    from shoal.format import avro
 
-    shoal_bytes = avro_container.write_records(
+    shoal_bytes = avro.container.write_records(
         M.MANIFEST_ENTRY_AVRO, (e.to_avro() for e in theirs), "null"
     )
     raw_theirs = b"".join(_blocks(shoal_bytes, len(M.encode_manifest([], "none"))))

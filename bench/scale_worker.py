@@ -27,14 +27,9 @@ from typing import Any
 
 import pyarrow as pa
 
-import shoal
-import shoal.compaction.freshness
-import shoal.maintenance.expire
-import shoal.maintenance.maintain
-import shoal.maintenance.tags  # noqa: F401 - imported before the clock, as the table would
 from bench import scale_table
 from shoal.io.file_io import LocalFileIO
-from shoal.table.table import Table
+from shoal.table import Table
 
 TAG = "scale-bench"
 COMMIT_ROWS = 1_000

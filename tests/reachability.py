@@ -8,10 +8,10 @@ import os
 import pyarrow as pa
 
 import shoal
-from shoal.spec.snapshot import Snapshot
-from shoal.table.paths import data_file_path
-from shoal.table.scan import live_entries, read_manifest_metas
-from shoal.table.tag_manager import TagManager
+from shoal.core.paths import data_file_path
+from shoal.core.scan import live_entries, read_manifest_metas
+from shoal.core.tag_manager import TagManager
+from shoal.format.snapshot import Snapshot
 
 # Directories whose files cleanup never removes, and the hint files.
 _METADATA_DIRS = ("schema", "tag", "snapshot")

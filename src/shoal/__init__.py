@@ -8,8 +8,11 @@ table.to_arrow(snapshot_id=1)
 """
 
 from shoal.catalog import Catalog
+from shoal.cleanup.expire import ExpireResult
+from shoal.cleanup.orphans import OrphanFilesResult
 from shoal.compaction.compact import CompactResult
 from shoal.compaction.freshness import Freshness
+from shoal.core.scan import DataSplit
 from shoal.errors import (
     CommitConflictError,
     CorruptDataFileError,
@@ -35,12 +38,9 @@ from shoal.errors import (
     UnknownOptionError,
     UnsupportedFeatureError,
 )
-from shoal.maintenance.expire import ExpireResult
-from shoal.maintenance.orphans import OrphanFilesResult
-from shoal.spec.snapshot import Snapshot
-from shoal.spec.tag import Tag
-from shoal.table.scan import DataSplit
-from shoal.table.table import Scan, Table
+from shoal.format.snapshot import Snapshot
+from shoal.format.tag import Tag
+from shoal.table import Scan, Table
 
 __version__ = "0.1.0"
 

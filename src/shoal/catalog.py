@@ -11,6 +11,10 @@ import pyarrow as pa
 
 from shoal import features
 from shoal import options as O
+from shoal.cleanup.drop_table import remove_table_directory
+from shoal.core.event_time import check_event_time_field
+from shoal.core.paths import PathFactory
+from shoal.core.schema_manager import SchemaManager
 from shoal.errors import (
     DatabaseNotFoundError,
     InvalidArgumentError,
@@ -20,14 +24,10 @@ from shoal.errors import (
     TableNotFoundError,
     UnsupportedFeatureError,
 )
+from shoal.format import types as T
+from shoal.format.schema import TableSchema
 from shoal.io import file_io_for
-from shoal.maintenance.drop_table import remove_table_directory
-from shoal.spec import types as T
-from shoal.spec.schema import TableSchema
-from shoal.table.event_time import check_event_time_field
-from shoal.table.paths import PathFactory
-from shoal.table.schema_manager import SchemaManager
-from shoal.table.table import Table
+from shoal.table import Table
 
 DB_SUFFIX = ".db"
 DEFAULT_DATABASE = "default"

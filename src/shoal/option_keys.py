@@ -7,7 +7,7 @@ enter (``create_table``, option changes, the Spark data source, the command line
 - Paimon's own keys that shoal does not implement: refused with
   :class:`~shoal.errors.UnsupportedFeatureError` naming the key, since storing them
   would promise a behaviour nobody provides. Tables written by Paimon's engines carry
-  such keys; opening them is decided by :mod:`shoal.table.features`, by what the keys
+  such keys; opening them is decided by :mod:`shoal.core.features`, by what the keys
   change, not by their presence.
 - Apache Hudi's keys, which users of Hudi's event-time compaction bring along:
   refused with the shoal option that does the same.

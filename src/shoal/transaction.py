@@ -5,7 +5,7 @@ Every operation that commits runs through :class:`Transaction`, in one order:
 1. validate: the table's options parse, and shoal implements every feature the table
    uses for writes;
 2. write the data files (invisible until committed);
-3. commit one :class:`~shoal.table.commit.CommitRequest`; a primary-key write that a
+3. commit one :class:`~shoal.core.commit.CommitRequest`; a primary-key write that a
    concurrent writer to the same bucket overtook is sequenced again from the new
    latest snapshot and committed again, up to ``commit.max-retries`` times;
 4. after the commit point, :meth:`Transaction.after_commit`: the compaction of the
@@ -29,22 +29,22 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from shoal import options as O
+from shoal.cleanup.maintain import maintain
+from shoal.cleanup.partition_expire import expire_partitions
 from shoal.compaction import compact as compaction
 from shoal.compaction.compact import CompactResult, RewriteAll
 from shoal.compaction.strategies import universal_for
+from shoal.core import kv
+from shoal.core.commit import WHOLE_TABLE, CommitRequest, FileStoreCommit, OverwriteScope
+from shoal.core.kv_write import KeyValueWriter, next_sequences
+from shoal.core.store import FileStore
+from shoal.core.write import AppendWriter, CommitMessage
 from shoal.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
     SequenceConflictError,
 )
-from shoal.maintenance.maintain import maintain
-from shoal.maintenance.partition_expire import expire_partitions
-from shoal.spec.snapshot import Snapshot
-from shoal.table import kv
-from shoal.table.commit import WHOLE_TABLE, CommitRequest, FileStoreCommit, OverwriteScope
-from shoal.table.kv_write import KeyValueWriter, next_sequences
-from shoal.table.store import FileStore
-from shoal.table.write import AppendWriter, CommitMessage
+from shoal.format.snapshot import Snapshot
 
 logger = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ from shoal.compaction.compact import CompactTask, compact, rewrite_locally
 from shoal.compaction.event_time import event_time_compaction
 from shoal.compaction.runs import CompactStrategy, CompactUnit, SortedRun
 from shoal.compaction.strategies import FullCompaction
+from shoal.core.store import FileStore
+from shoal.core.write import CommitMessage
 from shoal.io import LocalFileIO
-from shoal.table.store import FileStore
-from shoal.table.table import Table
-from shoal.table.write import CommitMessage
+from shoal.table import Table
 from tests.reachability import reachable, stored
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("ts", pa.timestamp("ms")),

@@ -25,7 +25,7 @@ import shoal
 from shoal.compaction.compact import compact as run_compaction
 from shoal.compaction.event_time import event_time_compaction
 from shoal.compaction.strategies import FullCompaction
-from shoal.table.scan import live_entries
+from shoal.core.scan import live_entries
 from tests.reachability import reachable, stored
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("ms")), ("v", pa.string())])

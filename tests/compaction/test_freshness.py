@@ -25,14 +25,14 @@ from hypothesis import strategies as st
 
 import shoal
 from shoal.compaction.freshness import freshness
-from shoal.spec import manifest as M
-from shoal.spec.binary_row import EMPTY_ROW
-from shoal.spec.data_file import DataFileMeta
-from shoal.spec.manifest import ManifestEntry
-from shoal.spec.stats import EMPTY_STATS
-from shoal.table import freshness_watermark as FW
-from shoal.table.event_time import EventTimeBounds
-from shoal.table.scan import live_entries
+from shoal.core import freshness_watermark as FW
+from shoal.core.event_time import EventTimeBounds
+from shoal.core.scan import live_entries
+from shoal.format import manifest as M
+from shoal.format.binary_row import EMPTY_ROW
+from shoal.format.data_file import DataFileMeta
+from shoal.format.manifest import ManifestEntry
+from shoal.format.stats import EMPTY_STATS
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("ms")), ("v", pa.string())])
 PARTITIONED = pa.schema(

@@ -25,10 +25,10 @@ from shoal.compaction.strategies import (
     strategy_for,
 )
 from shoal.errors import InvalidOptionError
+from shoal.format.binary_row import EMPTY_ROW
+from shoal.format.data_file import DataFileMeta
+from shoal.format.stats import EMPTY_STATS
 from shoal.options import Options
-from shoal.spec.binary_row import EMPTY_ROW
-from shoal.spec.data_file import DataFileMeta
-from shoal.spec.stats import EMPTY_STATS
 
 _names = itertools.count()
 

@@ -11,11 +11,11 @@ import pyarrow.fs as pafs
 import pytest
 
 from shoal.catalog import build_schema
+from shoal.core.paths import PathFactory
+from shoal.core.schema_manager import SchemaManager
+from shoal.core.store import FileStore
 from shoal.io import DeleteError, FileIO, LocalFileIO, file_io_for, parallel_map
-from shoal.table.paths import PathFactory
-from shoal.table.schema_manager import SchemaManager
-from shoal.table.store import FileStore
-from shoal.table.table import Table
+from shoal.table import Table
 from tests.conftest import EVENTS_SCHEMA, events
 from tests.faults import Crash, FaultyFileIO
 

@@ -18,13 +18,13 @@ from pathlib import Path
 import pyarrow as pa
 
 import shoal
+from shoal.cleanup.orphans import OrphanFilesResult
+from shoal.core.paths import data_file_path
+from shoal.core.scan import live_entries, read_manifest_metas
+from shoal.core.snapshot_manager import EARLIEST, LATEST
 from shoal.errors import ShoalError
-from shoal.maintenance.orphans import OrphanFilesResult
-from shoal.spec.snapshot import Snapshot
-from shoal.table.paths import data_file_path
-from shoal.table.scan import live_entries, read_manifest_metas
-from shoal.table.snapshot_manager import EARLIEST, LATEST
-from shoal.table.table import Table
+from shoal.format.snapshot import Snapshot
+from shoal.table import Table
 from tests.conftest import EVENTS_SCHEMA, events
 from tests.faults import Crash, FaultyFileIO, Mode, ordered_io_pool
 

@@ -23,7 +23,7 @@ of the table with the fault at call ``n``, the table opened again with a plain F
     when the fault left the state before.
 
 Tasks on shoal's I/O pool run in submission order during a faulty run, so that every
-``n`` is one reproducible state (``tests/maintenance/test_crash_cleanup.py`` also runs
+``n`` is one reproducible state (``tests/cleanup/test_crash_cleanup.py`` also runs
 the cleanup operations newest first and checks the files they leave).
 
 CI runs a fixed-seed sample of ``n`` per operation and fault; the exhaustive matrix
@@ -43,9 +43,9 @@ from pathlib import Path
 import pytest
 
 import shoal
-from shoal.table.scan import live_entries
-from shoal.table.table import Table
-from shoal.table.tag_manager import TagManager
+from shoal.core.scan import live_entries
+from shoal.core.tag_manager import TagManager
+from shoal.table import Table
 from tests.faults import WRITES, Crash, FaultyFileIO
 from tests.reachability import rows_of_every_root
 from tests.reliability.helpers import (

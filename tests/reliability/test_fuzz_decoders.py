@@ -28,15 +28,15 @@ from hypothesis import strategies as st
 
 import shoal
 from shoal.errors import CorruptMetadataError
-from shoal.spec import binary_row
-from shoal.spec import manifest as M
-from shoal.spec import types as T
-from shoal.spec.avro_strings import StringFinder
-from shoal.spec.data_file import is_file_name
-from shoal.spec.jsonfmt import LONG_MAX, LONG_MIN
-from shoal.spec.schema import TableSchema
-from shoal.spec.snapshot import COMMIT_KINDS, Snapshot
-from shoal.spec.tag import decode_tag, encode_tag
+from shoal.format import binary_row
+from shoal.format import manifest as M
+from shoal.format import types as T
+from shoal.format.avro.strings import StringFinder
+from shoal.format.data_file import is_file_name
+from shoal.format.jsonfmt import LONG_MAX, LONG_MIN
+from shoal.format.schema import TableSchema
+from shoal.format.snapshot import COMMIT_KINDS, Snapshot
+from shoal.format.tag import decode_tag, encode_tag
 from tests.conftest import ALL_TYPES, EVENTS_SCHEMA, all_types_rows, events
 
 PATH = "/warehouse/db.db/t/metadata-file"

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import shoal
-from shoal.table.table import Table
+from shoal.table import Table
 from tests.conftest import EVENTS_SCHEMA, events
 from tests.s3.s3_support import CountingS3FileIO, S3Env
 

@@ -11,7 +11,7 @@ import click
 
 from shoal.catalog import Catalog
 from shoal.cli.output import MODES, Mode, Output
-from shoal.table.table import Table
+from shoal.table import Table
 
 F = TypeVar("F", bound=Callable[..., Any])
 

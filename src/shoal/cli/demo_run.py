@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow.parquet as pq
 
 from shoal.catalog import Catalog
+from shoal.cleanup.expire import ExpireResult
+from shoal.cleanup.orphans import OrphanFilesResult
 from shoal.cli.demo_data import (
     EVENT_TIME,
     PARTITION_KEYS,
@@ -30,9 +32,7 @@ from shoal.cli.demo_data import (
 )
 from shoal.cli.ingest import ingest_files
 from shoal.compaction.compact import CompactResult
-from shoal.maintenance.expire import ExpireResult
-from shoal.maintenance.orphans import OrphanFilesResult
-from shoal.table.table import Table
+from shoal.table import Table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

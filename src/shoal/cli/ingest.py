@@ -27,7 +27,7 @@ from shoal.cli.sparkio import (
     spark_session,
     write_dataframe,
 )
-from shoal.table.table import Table
+from shoal.table import Table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

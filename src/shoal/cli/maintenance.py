@@ -19,7 +19,7 @@ from shoal.cli.common import (
 from shoal.cli.output import format_bytes, format_millis, rows_of
 from shoal.cli.parsing import parse_duration_option, parse_event_time, parse_time
 from shoal.cli.sparkio import spark_session
-from shoal.table.table import Table
+from shoal.table import Table
 
 STRATEGIES = ("full", "universal", "event-time")
 

@@ -15,10 +15,10 @@ from typing import Any
 import click
 import pyarrow as pa
 
+from shoal.core import filter_text
 from shoal.errors import InvalidFilterError
+from shoal.format import types as T
 from shoal.options import parse_duration
-from shoal.spec import types as T
-from shoal.table import filter_text
 
 
 def split_names(values: Iterable[str]) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from shoal.errors import InvalidArgumentError
-from shoal.table.table import Table
+from shoal.table import Table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -9,7 +9,7 @@ import click
 from shoal.cli.common import open_table, output, table_argument, table_label, table_options
 from shoal.cli.output import rows_of
 from shoal.cli.parsing import parse_duration_option
-from shoal.table.table import Table
+from shoal.table import Table
 
 TAG_COLUMNS = (
     "tag_name",

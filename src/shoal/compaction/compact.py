@@ -40,20 +40,20 @@ from shoal.compaction.event_time import event_time_compaction
 from shoal.compaction.rewrite import rewrite
 from shoal.compaction.runs import CompactStrategy, CompactUnit, sorted_runs
 from shoal.compaction.strategies import strategy_for
+from shoal.core.commit import CommitRequest, FileStoreCommit, compaction_since
+from shoal.core.paths import data_file_path
+from shoal.core.scan import live_entries
+from shoal.core.store import FileStore
+from shoal.core.write import CommitMessage
 from shoal.errors import (
     CommitConflictError,
     CorruptDataFileError,
     CorruptMetadataError,
     InvalidArgumentError,
 )
+from shoal.format.data_file import DataFileMeta
+from shoal.format.snapshot import CommitKind, Snapshot
 from shoal.io import bounded_map, cpu_parallelism
-from shoal.spec.data_file import DataFileMeta
-from shoal.spec.snapshot import CommitKind, Snapshot
-from shoal.table.commit import CommitRequest, FileStoreCommit, compaction_since
-from shoal.table.paths import data_file_path
-from shoal.table.scan import live_entries
-from shoal.table.store import FileStore
-from shoal.table.write import CommitMessage
 
 logger = logging.getLogger(__name__)
 

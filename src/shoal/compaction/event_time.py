@@ -20,10 +20,10 @@ from datetime import datetime
 
 from shoal import options as O
 from shoal.compaction.runs import CompactUnit, EventTimeSplit, SortedRun
+from shoal.core.event_time import EventTimeBounds, to_millis
+from shoal.core.store import FileStore
 from shoal.errors import InvalidOptionError
-from shoal.spec.data_file import DataFileMeta
-from shoal.table.event_time import EventTimeBounds, to_millis
-from shoal.table.store import FileStore
+from shoal.format.data_file import DataFileMeta
 
 Bounds = Callable[[DataFileMeta], "tuple[int, int] | None"]
 

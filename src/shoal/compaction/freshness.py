@@ -11,18 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shoal.spec.manifest import ManifestEntry
-from shoal.spec.snapshot import Snapshot
-from shoal.table.event_time import EventTimeBounds
-from shoal.table.freshness_watermark import (
+from shoal.core.event_time import EventTimeBounds
+from shoal.core.freshness_watermark import (
     Bounds,
     backlog_by_bucket,
     state_from_properties,
     state_of,
     watermark_of,
 )
-from shoal.table.scan import live_entries
-from shoal.table.store import FileStore
+from shoal.core.scan import live_entries
+from shoal.core.store import FileStore
+from shoal.format.manifest import ManifestEntry
+from shoal.format.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)

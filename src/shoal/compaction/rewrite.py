@@ -14,11 +14,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from shoal.compaction.runs import CompactUnit, EventTimeSplit
-from shoal.spec.data_file import FILE_SOURCE_COMPACT, DataFileMeta
-from shoal.table.levels import run_paths, sorted_runs
-from shoal.table.merge import BucketMerger
-from shoal.table.store import FileStore
-from shoal.table.write import CommitMessage, RollingFileWriter, write_all
+from shoal.core.levels import run_paths, sorted_runs
+from shoal.core.merge import BucketMerger
+from shoal.core.store import FileStore
+from shoal.core.write import CommitMessage, RollingFileWriter, write_all
+from shoal.format.data_file import FILE_SOURCE_COMPACT, DataFileMeta
 
 
 def rewrite(

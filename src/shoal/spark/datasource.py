@@ -62,7 +62,7 @@ from shoal.spark.read import ShoalReader, table_columns
 from shoal.spark.source_options import COLUMNS, SourceOptions, open_store
 from shoal.spark.types import spark_schema
 from shoal.spark.write import ShoalWriter, prepare_for_write
-from shoal.table.table import Table
+from shoal.table import Table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -68,20 +68,20 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from shoal.cleanup import expire as _expire
+from shoal.cleanup import orphans as _orphans
+from shoal.cleanup.expire import ExpireResult
+from shoal.cleanup.maintain import maintain
+from shoal.cleanup.orphans import OrphanFilesResult
 from shoal.compaction.compact import CompactResult, CompactTask, compact_with, run_task
+from shoal.core.commit import FileStoreCommit
+from shoal.core.paths import PathFactory
+from shoal.core.schema_manager import SchemaManager
+from shoal.core.store import FileStore
+from shoal.core.write import CommitMessage
 from shoal.errors import InvalidArgumentError, ShoalError, TableNotFoundError
 from shoal.io import FileStatus, file_io_for
-from shoal.maintenance import expire as _expire
-from shoal.maintenance import orphans as _orphans
-from shoal.maintenance.expire import ExpireResult
-from shoal.maintenance.maintain import maintain
-from shoal.maintenance.orphans import OrphanFilesResult
-from shoal.table.commit import FileStoreCommit
-from shoal.table.paths import PathFactory
-from shoal.table.schema_manager import SchemaManager
-from shoal.table.store import FileStore
-from shoal.table.table import Table
-from shoal.table.write import CommitMessage
+from shoal.table import Table
 
 logger = logging.getLogger(__name__)
 

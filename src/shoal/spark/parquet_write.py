@@ -37,18 +37,18 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
+from shoal.core.commit import WHOLE_TABLE, OverwriteScope
+from shoal.core.stats_collector import StatsCollector, footer_leaves
+from shoal.core.store import FileStore
+from shoal.core.write import CommitMessage, append_file_meta
 from shoal.errors import SchemaMismatchError, ShoalError, UnsupportedFeatureError
+from shoal.format import types as T
+from shoal.format.data_file import DataFileMeta
+from shoal.format.snapshot import Snapshot
 from shoal.io import FileStatus, LocalFileIO, parallel_map
 from shoal.spark.source_options import normalize_path, open_store
 from shoal.spark.types import spark_schema
 from shoal.spark.write import conformed_names
-from shoal.spec import types as T
-from shoal.spec.data_file import DataFileMeta
-from shoal.spec.snapshot import Snapshot
-from shoal.table.commit import WHOLE_TABLE, OverwriteScope
-from shoal.table.stats_collector import StatsCollector, footer_leaves
-from shoal.table.store import FileStore
-from shoal.table.write import CommitMessage, append_file_meta
 from shoal.transaction import Transaction, written_scope
 
 if TYPE_CHECKING:

@@ -29,18 +29,18 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from shoal import options as O
+from shoal.core import filter_text
+from shoal.core import predicate as P
+from shoal.core.incremental import keyed_diff, plan_incremental
+from shoal.core.read import merged_batches, read_batches
+from shoal.core.scan import DataSplit
+from shoal.core.store import FileStore
 from shoal.errors import SchemaMismatchError
+from shoal.format.schema import TableSchema
+from shoal.format.snapshot import Snapshot
 from shoal.spark.source_options import SourceOptions, open_store
 from shoal.spark.types import arrow_target, exact_batch
-from shoal.spec.schema import TableSchema
-from shoal.spec.snapshot import Snapshot
-from shoal.table import filter_text
-from shoal.table import predicate as P
-from shoal.table.incremental import keyed_diff, plan_incremental
-from shoal.table.read import merged_batches, read_batches
-from shoal.table.scan import DataSplit
-from shoal.table.store import FileStore
-from shoal.table.table import Scan, Table
+from shoal.table import Scan, Table
 
 # How a task reads its splits.
 FILES = "files"  # the files as they are (append tables; read-optimized primary-key tables)

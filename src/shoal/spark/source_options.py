@@ -20,12 +20,12 @@ from datetime import datetime
 from typing import Literal, TypeVar
 
 from shoal import options as O
+from shoal.core.paths import PathFactory
+from shoal.core.schema_manager import SchemaManager
+from shoal.core.store import FileStore
 from shoal.errors import InvalidOptionError, TableNotFoundError, UnsupportedFeatureError
 from shoal.features import unknown_option
 from shoal.io import file_io_for
-from shoal.table.paths import PathFactory
-from shoal.table.schema_manager import SchemaManager
-from shoal.table.store import FileStore
 
 PATH = "path"
 SNAPSHOT_ID = "scan.snapshot-id"

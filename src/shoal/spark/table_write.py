@@ -6,9 +6,9 @@ import logging
 from typing import TYPE_CHECKING, Literal
 
 from shoal.errors import InvalidArgumentError
+from shoal.format.snapshot import Snapshot
 from shoal.spark.parquet_write import why_not_parquet, write_parquet_into
 from shoal.spark.source_options import normalize_path, open_store
-from shoal.spec.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -19,7 +19,7 @@ import pyarrow as pa
 from pyspark.sql import types as S
 
 from shoal.errors import UnsupportedFeatureError
-from shoal.spec import types as T
+from shoal.format import types as T
 
 _ATOMIC: dict[str, S.DataType] = {
     T.BOOLEAN: S.BooleanType(),

@@ -40,7 +40,7 @@ from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, UserDefinedTableFun
 
 from shoal.compaction.freshness import Freshness
 from shoal.errors import InvalidArgumentError
-from shoal.table.table import Table
+from shoal.table import Table
 
 __all__ = [
     "CompactFunction",

@@ -34,21 +34,21 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import IntegerType, StructField, StructType
 
+from shoal.core import kv
+from shoal.core.bucket import assign_buckets
+from shoal.core.commit import WHOLE_TABLE, OverwriteScope
+from shoal.core.conform import conform
+from shoal.core.kv import KeyValueLayout
+from shoal.core.kv_write import KeyValueWriter, next_sequences
+from shoal.core.paths import data_file_path
+from shoal.core.scan import live_entries
+from shoal.core.store import FileStore
+from shoal.core.write import AppendWriter, CommitMessage, RollingFileWriter, write_all
 from shoal.errors import InvalidOptionError, SchemaMismatchError
+from shoal.format.data_file import DataFileMeta
+from shoal.format.snapshot import Snapshot
 from shoal.spark.read import table_columns
 from shoal.spark.source_options import OverwriteMode, SourceOptions, normalize_path, open_store
-from shoal.spec.data_file import DataFileMeta
-from shoal.spec.snapshot import Snapshot
-from shoal.table import kv
-from shoal.table.bucket import assign_buckets
-from shoal.table.commit import WHOLE_TABLE, OverwriteScope
-from shoal.table.conform import conform
-from shoal.table.kv import KeyValueLayout
-from shoal.table.kv_write import KeyValueWriter, next_sequences
-from shoal.table.paths import data_file_path
-from shoal.table.scan import live_entries
-from shoal.table.store import FileStore
-from shoal.table.write import AppendWriter, CommitMessage, RollingFileWriter, write_all
 from shoal.transaction import Sequencer, Transaction, written_scope
 
 if TYPE_CHECKING:

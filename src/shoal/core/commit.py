@@ -1,0 +1,290 @@
+"""The committer: turns writers' commit messages into the next snapshot.
+
+One attempt reads the latest snapshot, plans DELETE entries for an overwrite,
+checks that every file it deletes is still live, writes the delta manifest, carries
+the previous base and delta manifests into a new (merged) base list, and publishes
+``snapshot-(N+1)`` by atomic create. On a table with an event-time column the
+snapshot's properties carry the read-optimized freshness watermark, updated from the
+commit's own entries (``freshness_watermark``). If another writer took that id first,
+or snapshot N expired while the attempt read it (an attempt slower than
+``snapshot.time-retained``: its manifests are gone, or its successor's id was taken and
+freed again, see ``SnapshotManager.try_publish``), the attempt's own manifests are
+removed and the commit re-plans against the new latest snapshot, up to
+``commit.max-retries`` times. Data files are never deleted here:
+after a failed commit they may still be referenced, so orphan cleanup owns them. The
+one exception is a CommitConflictError, raised only before anything is published:
+then a compaction deletes the files it rewrote itself (``shoal.compaction.compact``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from shoal import options as O
+from shoal.core.freshness_watermark import with_watermark
+from shoal.core.manifest_merge import merge_manifests
+from shoal.core.partition_time import refuse_expired_writes
+from shoal.core.scan import live_entries, read_manifest_metas
+from shoal.core.write import CommitMessage
+from shoal.errors import (
+    CommitConflictError,
+    CorruptMetadataError,
+    SequenceConflictError,
+)
+from shoal.format import manifest as M
+from shoal.format.manifest import ManifestEntry, ManifestFileMeta
+from shoal.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+
+if TYPE_CHECKING:
+    from shoal.core.store import FileStore
+
+logger = logging.getLogger(__name__)
+
+# An overwrite target: every partition, or the partitions a predicate accepts.
+OverwriteScope = Callable[[bytes], bool]
+WHOLE_TABLE: OverwriteScope = lambda _partition: True  # noqa: E731
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRequest:
+    """One commit: the writers' messages and what the commit must check.
+
+    ``overwrite``: the partitions whose live files the commit replaces (the snapshot is
+    then an OVERWRITE). ``allow_empty``: publish a snapshot even with nothing in it.
+    ``check_sequences``: refuse when a concurrent writer added rows to a bucket this
+    commit writes (primary-key writes, which then sequence again). ``alone_since``: a
+    compaction planned on that snapshot, which must not commit if another compaction
+    committed after it (event-time compactions run one at a time per table; writers
+    are never held up). ``properties`` and ``watermark`` go into the snapshot.
+    """
+
+    messages: Sequence[CommitMessage]
+    kind: CommitKind = CommitKind.APPEND
+    overwrite: OverwriteScope | None = None
+    allow_empty: bool = False
+    check_sequences: bool = False
+    alone_since: int | None = None
+    properties: Mapping[str, str] | None = None
+    watermark: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    snapshot: Snapshot
+    written: list[str]
+
+
+class FileStoreCommit:
+    """Commits for one table; ``commit_user`` identifies the writer in snapshots."""
+
+    def __init__(self, store: FileStore, commit_user: str | None = None) -> None:
+        self.store = store
+        self.commit_user = commit_user or str(uuid.uuid4())
+
+    def commit(self, request: CommitRequest) -> Snapshot | None:
+        """Publish one snapshot holding the request's messages; None when there was
+        nothing to commit.
+
+        Raises:
+            CommitConflictError: a file to delete is gone, another compaction committed
+                since ``alone_since``, or every retry lost its race. Nothing was
+                published then (every check runs before the atomic create, and an id
+                lost is a snapshot not published), so the data files of ``messages``
+                are in no snapshot: compaction deletes the ones it wrote. Any other
+                error leaves the outcome open.
+            SequenceConflictError: with ``check_sequences``, a concurrent writer added
+                rows to a bucket this commit writes (nothing published).
+            PartitionExpiredError: a write adds files to a partition that partition
+                expiration (by values) drops.
+        """
+        messages, kind, overwrite = request.messages, request.kind, request.overwrite
+        if kind != CommitKind.COMPACT:  # compaction only rewrites rows already there
+            new_partitions = (m.partition for m in messages if m.new_files)
+            refuse_expired_writes(self.store.partitions, self.store.options, new_partitions)
+        changes = _entries_of(messages)
+        if not changes and overwrite is None and not request.allow_empty:
+            return None
+        max_retries = self.store.options.get(O.COMMIT_MAX_RETRIES)
+        for attempt in range(max_retries + 1):
+            latest = self.store.snapshots.latest()
+            try:
+                entries = list(changes)
+                if overwrite is not None:
+                    entries = self._overwrite_deletes(latest, overwrite) + [
+                        e for e in entries if e.kind == M.KIND_ADD
+                    ]
+                self._check_deletes(latest, [e for e in changes if e.kind == M.KIND_DELETE])
+                if request.check_sequences:
+                    self._check_sequences(latest, [e for e in changes if e.kind == M.KIND_ADD])
+                if request.alone_since is not None:
+                    self._check_no_compaction_since(request.alone_since, latest)
+                result = self._try_once(
+                    latest,
+                    entries,
+                    CommitKind.OVERWRITE if overwrite is not None else kind,
+                    request.properties,
+                    request.watermark,
+                )
+            except CorruptMetadataError:
+                # A manifest of the snapshot this attempt read is gone: unless that is
+                # still the latest (then the table is damaged), a newer one replaced it
+                # and expiration is removing it: this attempt lost its race.
+                if latest is None or not self.store.snapshots.superseded(latest.id):
+                    raise
+                logger.debug("snapshot %d expired while a commit read it; retrying", latest.id)
+                continue
+            if self.store.snapshots.try_publish(result.snapshot):
+                logger.debug("committed snapshot %d", result.snapshot.id)
+                return result.snapshot
+            self.store.manifests.delete_uncommitted(result.written)
+            logger.debug("snapshot id %d was taken; retrying", result.snapshot.id)
+            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+        raise CommitConflictError(
+            f"commit lost the race for a snapshot id {max_retries + 1} times against "
+            "concurrent writers; retry the operation or raise 'commit.max-retries'"
+        )
+
+    def _overwrite_deletes(
+        self, latest: Snapshot | None, scope: OverwriteScope
+    ) -> list[ManifestEntry]:
+        if latest is None:
+            return []
+        return [
+            e.with_kind(M.KIND_DELETE)
+            for e in live_entries(self.store, latest, partition_filter=scope)
+        ]
+
+    def _check_deletes(self, latest: Snapshot | None, deletes: list[ManifestEntry]) -> None:
+        """Every file a commit deletes must still be live: a concurrent compaction or
+        overwrite may have removed it, and deleting it twice would corrupt the table."""
+        if not deletes:
+            return
+        partitions = {e.partition for e in deletes}
+        live = set()
+        if latest is not None:
+            live = {e.identifier() for e in live_entries(self.store, latest, partitions=partitions)}
+        for entry in deletes:
+            if entry.with_kind(M.KIND_ADD).identifier() not in live:
+                raise CommitConflictError(
+                    f"file {entry.file.file_name} was removed by a concurrent commit; "
+                    "re-plan the operation against the latest snapshot"
+                )
+
+    def _check_no_compaction_since(self, base: int, latest: Snapshot | None) -> None:
+        found = compaction_since(self.store, base, latest)
+        if found is not None:
+            raise CommitConflictError(
+                f"another compaction committed snapshot {found} while this one ran; "
+                "this compaction is dropped, run it again to pick up what is left"
+            )
+
+    def _check_sequences(self, latest: Snapshot | None, adds: list[ManifestEntry]) -> None:
+        """New rows of a primary-key table must sort after every row already in their
+        bucket; a concurrent writer to the same bucket breaks that."""
+        if latest is None or not adds:
+            return
+        lowest: dict[tuple[bytes, int], int] = {}
+        for e in adds:
+            key = (e.partition, e.bucket)
+            lowest[key] = min(
+                lowest.get(key, e.file.min_sequence_number), e.file.min_sequence_number
+            )
+        partitions = {p for p, _ in lowest}
+        for e in live_entries(self.store, latest, partitions=partitions):
+            floor = lowest.get((e.partition, e.bucket))
+            if floor is not None and e.file.max_sequence_number >= floor:
+                raise SequenceConflictError(
+                    f"bucket {e.bucket} was written concurrently (file {e.file.file_name}); "
+                    "the write must be sequenced again"
+                )
+
+    def _try_once(
+        self,
+        latest: Snapshot | None,
+        entries: list[ManifestEntry],
+        kind: CommitKind,
+        properties: Mapping[str, str] | None,
+        watermark: int | None,
+    ) -> _Attempt:
+        store = self.store
+        if store.event_time_columns:  # the read-optimized freshness watermark
+            properties = with_watermark(store, latest, entries, properties)
+        written: list[str] = []
+        delta_metas = store.manifests.write_manifests(entries)
+        written.extend(m.file_name for m in delta_metas)
+        try:
+            previous: list[ManifestFileMeta] = (
+                read_manifest_metas(store, latest) if latest is not None else []
+            )
+            merged = merge_manifests(
+                store.manifests,
+                previous,
+                target_size=store.options.get(O.MANIFEST_TARGET_FILE_SIZE),
+                min_count=store.options.get(O.MANIFEST_MERGE_MIN_COUNT),
+                full_compaction_size=store.options.get(O.MANIFEST_FULL_COMPACTION_SIZE),
+            )
+        except CorruptMetadataError:
+            store.manifests.delete_uncommitted(written)  # no snapshot names them
+            raise
+        written.extend(merged.written)
+        base_name, base_size = store.manifests.write_list(merged.metas)
+        delta_name, delta_size = store.manifests.write_list(delta_metas)
+        written.extend([base_name, delta_name])
+        delta_records = sum(
+            e.file.row_count if e.kind == M.KIND_ADD else -e.file.row_count for e in entries
+        )
+        previous_total = latest.total_record_count if latest is not None else 0
+        if latest is not None and latest.watermark is not None:
+            watermark = latest.watermark if watermark is None else max(watermark, latest.watermark)
+        snapshot = Snapshot(
+            id=latest.id + 1 if latest is not None else 1,
+            schema_id=store.schema.id,
+            commit_kind=kind.value,
+            time_millis=int(time.time() * 1000),
+            total_record_count=previous_total + delta_records,
+            delta_record_count=delta_records,
+            watermark=watermark,
+            properties=dict(properties) if properties else None,
+            base_manifest_list=base_name,
+            delta_manifest_list=delta_name,
+            commit_user=self.commit_user,
+            commit_identifier=BATCH_COMMIT_IDENTIFIER,
+            base_manifest_list_size=base_size,
+            delta_manifest_list_size=delta_size,
+        )
+        return _Attempt(snapshot, written)
+
+
+def compaction_since(store: FileStore, base: int, latest: Snapshot | None) -> int | None:
+    """The id of a COMPACT snapshot after ``base`` up to ``latest``, or None: the rule
+    that event-time compactions run one at a time, checked before a compaction rewrites
+    and again when it commits."""
+    if latest is None:
+        return None
+    for snapshot_id in range(base + 1, latest.id + 1):
+        # A snapshot expired meanwhile cannot be looked at; a compaction in it that
+        # touched this one's files still fails the check of the files it deletes.
+        found = store.snapshots.find(snapshot_id)
+        if found is not None and found.commit_kind == CommitKind.COMPACT:
+            return snapshot_id
+    return None
+
+
+def _entries_of(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
+    entries: list[ManifestEntry] = []
+    for m in messages:
+        entries.extend(
+            ManifestEntry(M.KIND_DELETE, m.partition, m.bucket, m.total_buckets, f)
+            for f in m.deleted_files
+        )
+        entries.extend(
+            ManifestEntry(M.KIND_ADD, m.partition, m.bucket, m.total_buckets, f)
+            for f in m.new_files
+        )
+    return entries

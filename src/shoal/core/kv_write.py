@@ -1,0 +1,150 @@
+"""Writing primary-key tables: rows buffered per bucket, sequenced, sorted by key, one
+row per key, written as level-0 files (sorted runs).
+
+Sequence numbers continue from the bucket's highest one in the snapshot the write
+is planned against; the committer refuses the commit if another writer added to the
+bucket meanwhile (their numbers could interleave), and the write is then sequenced
+again and rewritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from shoal import options as O
+from shoal.core import kv
+from shoal.core.conform import conform, to_batches
+from shoal.core.kv import KeyValueLayout
+from shoal.core.merge import MergeSettings, winners
+from shoal.core.scan import live_entries
+from shoal.core.write import CommitMessage, RollingFileWriter, split_rows, write_all
+from shoal.errors import SchemaMismatchError
+
+if TYPE_CHECKING:
+    from shoal.core.store import FileStore
+    from shoal.format.snapshot import Snapshot
+
+BucketKey = tuple[bytes, int]
+
+# Row kinds as a ``rowkind.field`` column spells them, in _VALUE_KIND order.
+_ROW_KINDS = ("+I", "-U", "+U", "-D")
+
+
+def _default_values(field: pa.Field, n: int) -> pa.Array:
+    """Filler for the value columns of a key-only delete (never read: the row retracts)."""
+    if field.nullable:
+        return pa.nulls(n, field.type)
+    t = field.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.array([""] * n, t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.array([b""] * n, t)
+    if pa.types.is_boolean(t):
+        return pa.array([False] * n, t)
+    return pc.cast(pa.array(np.zeros(n, dtype=np.int64)), t)
+
+
+class KeyValueWriter:
+    """Buffers one write's rows per bucket; ``prepare_commit`` turns them into files."""
+
+    def __init__(self, store: FileStore, settings: MergeSettings) -> None:
+        store.require_writable()
+        self.store = store
+        self.layout = KeyValueLayout(store.schema)
+        self.settings = settings
+        self._buffers: dict[BucketKey, list[tuple[pa.Table, np.ndarray]]] = {}
+        self._rowkind_field = store.options.get(O.ROWKIND_FIELD) or None
+
+    @property
+    def buckets(self) -> list[BucketKey]:
+        return list(self._buffers)
+
+    def write(self, data: Any, kind: int = kv.INSERT) -> None:
+        schema = self.store.arrow_schema
+        source = to_batches(data)
+        batches: Iterable[pa.Table | pa.RecordBatch] = (
+            [source] if isinstance(source, pa.Table) else source
+        )
+        for batch in batches:
+            table = self._complete(batch) if kind == kv.DELETE else batch
+            table = conform(table, schema)
+            if table.num_rows:
+                self._check_keys(table)
+                for key, rows in split_rows(self.store, table):
+                    self._buffers.setdefault(key, []).append((rows, self._kinds(rows, kind)))
+
+    def _kinds(self, rows: pa.Table, kind: int) -> np.ndarray:
+        """Each row's kind: ``kind``, or for an insert the ``rowkind.field`` column's
+        ``+I``/``-U``/``+U``/``-D`` when the table names one."""
+        if kind != kv.INSERT or self._rowkind_field is None:
+            return np.full(rows.num_rows, kind, dtype=np.int8)
+        column = rows.column(self._rowkind_field)
+        codes = pc.index_in(column, pa.array(list(_ROW_KINDS)))
+        if codes.null_count:
+            bad = pc.filter(column, pc.is_null(codes))[0].as_py()
+            raise SchemaMismatchError(
+                f"column {self._rowkind_field!r} (rowkind.field) holds {bad!r}; use one of "
+                f"{', '.join(_ROW_KINDS)}"
+            )
+        return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int8)
+
+    def _complete(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
+        """Key-only delete rows filled out to whole rows."""
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        missing = [k for k in self.store.schema.primary_keys if k not in table.column_names]
+        if missing:
+            raise SchemaMismatchError(f"delete needs the primary-key columns; {missing} missing")
+        schema = self.store.arrow_schema
+        columns = [
+            table.column(f.name)
+            if f.name in table.column_names
+            else _default_values(f, table.num_rows)
+            for f in schema
+        ]
+        return pa.Table.from_arrays(columns, names=schema.names)
+
+    def _check_keys(self, table: pa.Table) -> None:
+        for k in self.store.schema.primary_keys:
+            if table.column(k).null_count:
+                raise SchemaMismatchError(f"primary-key column {k!r} holds nulls")
+
+    def prepare_commit(self, next_sequence: dict[BucketKey, int]) -> list[CommitMessage]:
+        """Write every buffered bucket as sorted level-0 files, sequencing its rows from
+        ``next_sequence[bucket]`` (0 for a bucket not in it)."""
+        messages = []
+        for key, parts in self._buffers.items():
+            files = self._write_bucket(key, parts, next_sequence.get(key, 0))
+            messages.append(CommitMessage(key[0], key[1], self.store.num_buckets, tuple(files)))
+        return messages
+
+    def _write_bucket(
+        self, key: BucketKey, parts: list[tuple[pa.Table, np.ndarray]], start: int
+    ) -> list[Any]:
+        values = pa.concat_tables([t for t, _ in parts])
+        kinds = pa.array(np.concatenate([k for _, k in parts]), pa.int8())
+        sequence = pa.array(np.arange(start, start + values.num_rows, dtype=np.int64))
+        rows = self.layout.to_file_table(values, sequence, kinds)
+        rows = winners(rows, self.layout, self.settings)
+        writer = RollingFileWriter(self.store, key[0], key[1], layout=self.layout)
+        return write_all(writer, [rows])
+
+
+def next_sequences(
+    store: FileStore, snapshot: Snapshot | None, buckets: Iterable[BucketKey]
+) -> dict[BucketKey, int]:
+    """The first free sequence number of each bucket in ``snapshot``."""
+    wanted = set(buckets)
+    if snapshot is None or not wanted:
+        return {}
+    partitions = {p for p, _ in wanted}
+    found: dict[BucketKey, int] = {}
+    for e in live_entries(store, snapshot, partitions=partitions):
+        key = (e.partition, e.bucket)
+        if key in wanted:
+            found[key] = max(found.get(key, 0), e.file.max_sequence_number + 1)
+    return found

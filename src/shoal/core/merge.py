@@ -1,0 +1,249 @@
+"""Merge-on-read: the rows of one bucket of a primary-key table, one per key.
+
+The bucket's sorted runs are read as streams of key-ordered batches and merged
+batch-wise: the smallest of the runs' last buffered keys is a frontier below which
+every run's rows are already buffered, so the rows up to it are resolved at once
+(one vectorized sort by key and sequence, keeping each key's winner) while the rest
+wait for the next round. Memory holds one batch per run, whatever the bucket's size.
+
+Merge engines: ``deduplicate`` keeps each key's row with the highest sequence
+(``sequence.field`` orders by that column first; ties go to the later write) and
+drops the key when that row is a delete; ``first-row`` keeps each key's first row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from shoal.core import kv
+from shoal.core.kv import KeyValueLayout
+from shoal.errors import CorruptDataFileError
+from shoal.io import FileIO, parallel_map
+
+DEDUPLICATE = "deduplicate"
+FIRST_ROW = "first-row"
+
+
+@dataclass(frozen=True, slots=True)
+class MergeSettings:
+    engine: str = DEDUPLICATE
+    sequence_field: str | None = None
+    ignore_delete: bool = False
+
+
+def _run_batches(
+    file_io: FileIO, paths: Sequence[str], schema: pa.Schema, batch_rows: int
+) -> Iterator[pa.Table]:
+    """Batches of a run's files in ``schema`` (other writers mark nullability, or spell
+    types, differently: every batch is cast to the table's own form)."""
+    for path in paths:
+        try:
+            with file_io.open_input_file(path) as source:
+                parquet = pq.ParquetFile(source)
+                for batch in parquet.iter_batches(batch_size=batch_rows, columns=schema.names):
+                    if batch.num_rows:
+                        table = pa.Table.from_batches([batch])
+                        yield table if table.schema.equals(schema) else table.cast(schema)
+        except FileNotFoundError as exc:
+            raise CorruptDataFileError(str(exc)) from None
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise CorruptDataFileError(f"{path}: {exc}") from None
+
+
+def _le_mask(table: pa.Table, keys: list[str], frontier: tuple[Any, ...]) -> pa.Array:
+    """Rows whose key is at or below ``frontier`` (lexicographic over the key columns)."""
+    mask = pc.less_equal(table.column(keys[-1]), frontier[-1])
+    for name, value in zip(reversed(keys[:-1]), reversed(frontier[:-1]), strict=True):
+        column = table.column(name)
+        mask = pc.or_(pc.less(column, value), pc.and_(pc.equal(column, value), mask))
+    return mask
+
+
+def _last_key(table: pa.Table, keys: list[str]) -> tuple[Any, ...]:
+    return tuple(table.column(k)[-1].as_py() for k in keys)
+
+
+def _as_numbers(column: pa.ChunkedArray) -> np.ndarray | None:
+    """A column as a numpy array that sorts like it, or None if it has no such form."""
+    t = column.type
+    if column.null_count:
+        return None
+    if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t):
+        column = pc.cast(column, pa.int64() if t.bit_width == 64 else pa.int32())
+    elif not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+        return None
+    return np.asarray(column.to_numpy(zero_copy_only=False))
+
+
+def _starts(columns: list[np.ndarray]) -> np.ndarray:
+    """For key columns in sorted order: True at the first row of each key."""
+    n = len(columns[0])
+    starts = np.zeros(n, dtype=bool)
+    if n:
+        starts[0] = True
+    for column in columns:
+        starts[1:] |= column[1:] != column[:-1]
+    return starts
+
+
+def group_starts(table: pa.Table, keys: list[str]) -> np.ndarray:
+    """For a table sorted by key: True at the first row of each key."""
+    n = table.num_rows
+    starts = np.zeros(n, dtype=bool)
+    if n:
+        starts[0] = True
+    if n > 1:
+        for name in keys:
+            column = table.column(name)
+            changed = pc.not_equal(column.slice(1), column.slice(0, n - 1))
+            starts[1:] |= np.asarray(changed.to_numpy(zero_copy_only=False), dtype=bool)
+    return starts
+
+
+def _winners_by_unique_sequence(
+    keys: list[np.ndarray], sequence: np.ndarray, newest_first: bool
+) -> np.ndarray | None:
+    """Winner indices from a stable sort by key alone (fast: the rows come in sorted
+    runs) and each key's highest (or lowest) sequence number. None when sequence
+    numbers repeat within a key, which only a faulty writer produces."""
+    order = (
+        np.argsort(keys[0], kind="stable") if len(keys) == 1 else np.lexsort(list(reversed(keys)))
+    )
+    starts = np.flatnonzero(_starts([k[order] for k in keys]))
+    ordered = sequence[order]
+    reduce = np.maximum if newest_first else np.minimum
+    best = reduce.reduceat(ordered, starts)
+    sizes = np.diff(np.append(starts, len(ordered)))
+    chosen = ordered == np.repeat(best, sizes)
+    if int(chosen.sum()) != len(starts):
+        return None
+    return np.asarray(order[chosen])
+
+
+def winners(rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings) -> pa.Table:
+    """Rows sorted by key, keeping each key's winning row under the merge engine.
+
+    Numeric keys sort in numpy (a lexicographic sort of plain arrays is about twice
+    as fast as Arrow's multi-column sort); other keys sort in Arrow.
+    """
+    keys = layout.key_columns
+    newest_first = settings.engine != FIRST_ROW
+    order_columns = list(keys)
+    if settings.sequence_field is not None and newest_first:
+        order_columns.append(settings.sequence_field)
+    order_columns.append(kv.SEQUENCE_NUMBER)
+    numbers = [_as_numbers(rows.column(c)) for c in order_columns]
+    if all(a is not None for a in numbers):
+        arrays: list[np.ndarray] = [a for a in numbers if a is not None]
+        key_arrays, tail = arrays[: len(keys)], arrays[len(keys) :]
+        if len(tail) == 1:
+            fast = _winners_by_unique_sequence(key_arrays, tail[0], newest_first)
+            if fast is not None:
+                return rows.take(fast)
+        tail = [-a if newest_first else a for a in tail]
+        order = np.lexsort([*reversed(tail), *reversed(key_arrays)])
+        starts = _starts([a[order] for a in key_arrays])
+        return rows.take(order[starts])
+    direction = "descending" if newest_first else "ascending"
+    sort_keys = [(k, "ascending") for k in keys]
+    sort_keys += [(c, direction) for c in order_columns[len(keys) :]]
+    order_array = pc.sort_indices(rows, sort_keys=sort_keys)
+    ordered_keys = rows.select(keys).take(order_array)
+    starts = group_starts(ordered_keys, keys)
+    return rows.take(order_array.to_numpy()[starts])
+
+
+class BucketMerger:
+    """Merges the given files of one bucket.
+
+    ``columns`` are the value columns to return (None: all); with ``keep_system``
+    the output is in the data-file layout (keys, sequence, kind, values), as
+    compaction writes it, and retractions are kept unless ``drop_deletes``.
+    """
+
+    def __init__(
+        self,
+        file_io: FileIO,
+        layout: KeyValueLayout,
+        settings: MergeSettings,
+        *,
+        columns: Sequence[str] | None = None,
+        keep_system: bool = False,
+        drop_deletes: bool = True,
+        batch_rows: int = 65_536,
+    ) -> None:
+        self.file_io = file_io
+        self.layout = layout
+        self.settings = settings
+        self.keep_system = keep_system
+        self.drop_deletes = drop_deletes
+        self.batch_rows = batch_rows
+        values = list(layout.value_schema.names) if columns is None or keep_system else [*columns]
+        system = [*layout.key_columns, kv.SEQUENCE_NUMBER, kv.VALUE_KIND]
+        extra = []
+        if settings.sequence_field is not None and settings.sequence_field not in values:
+            extra.append(settings.sequence_field)
+        file_schema = layout.file_schema
+        self.read_schema = pa.schema([file_schema.field(c) for c in system + values + extra])
+        self.output_columns = (system if keep_system else []) + values
+
+    def merge(self, runs: Sequence[Sequence[str]]) -> Iterator[pa.Table]:
+        """Rows of the runs (each a key-ordered list of file paths), one per key."""
+        keys = self.layout.key_columns
+        streams = [
+            _run_batches(self.file_io, paths, self.read_schema, self.batch_rows) for paths in runs
+        ]
+        # Runs are read ahead together: Parquet decoding releases the GIL.
+        buffers: list[pa.Table | None] = parallel_map(lambda s: next(s, None), streams)
+        while True:
+            active = [i for i, b in enumerate(buffers) if b is not None]
+            if not active:
+                return
+            if len(active) == 1:
+                i = active[0]
+                table = buffers[i]
+                while table is not None:
+                    resolved = self._resolve(table, single_run=True)
+                    if resolved.num_rows:
+                        yield resolved
+                    table = next(streams[i], None)
+                return
+            frontier = min(_last_key(buffers[i], keys) for i in active)
+            pieces = []
+            drained = []
+            for i in active:
+                table = buffers[i]
+                assert table is not None
+                cut = pc.sum(_le_mask(table, keys, frontier)).as_py() or 0
+                if cut:
+                    pieces.append(table.slice(0, cut))
+                rest = table.slice(cut)
+                buffers[i] = rest
+                if not rest.num_rows:
+                    drained.append(i)
+            refills = parallel_map(lambda i: next(streams[i], None), drained)
+            for i, refill in zip(drained, refills, strict=True):
+                buffers[i] = refill
+            # Rows of a single run are unique and sorted already: no sort needed.
+            resolved = self._resolve(pa.concat_tables(pieces), single_run=len(pieces) == 1)
+            if resolved.num_rows:
+                yield resolved
+
+    def _resolve(self, table: pa.Table, *, single_run: bool) -> pa.Table:
+        """Each key's winning row (in key order) of rows from several runs."""
+        settings = self.settings
+        if settings.ignore_delete or settings.engine == FIRST_ROW:
+            # first-row keeps the first row of a key for good: a later delete is ignored.
+            table = table.filter(pc.invert(kv.is_retract(table.column(kv.VALUE_KIND))))
+        if not single_run and table.num_rows:
+            table = winners(table, self.layout, settings)
+        if self.drop_deletes or not self.keep_system:
+            table = table.filter(pc.invert(kv.is_retract(table.column(kv.VALUE_KIND))))
+        return table.select(self.output_columns)

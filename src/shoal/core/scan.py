@@ -1,0 +1,314 @@
+"""Scan planning: from a snapshot to the live data files a query must read, grouped
+into splits.
+
+Planning reads the snapshot's base and delta manifest lists, skips manifests whose
+partition statistics rule out the filter, reads the rest in parallel, cancels
+DELETE entries against their ADDs, then prunes files by partition value and by
+column statistics. Splits are picklable units of work for distributed readers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from shoal import options as O
+from shoal.core import predicate as P
+from shoal.core.paths import data_file_path
+from shoal.errors import UnsupportedFeatureError
+from shoal.format import binary_row
+from shoal.format import manifest as M
+from shoal.format import types as T
+from shoal.format.data_file import DataFileMeta
+from shoal.format.manifest import ManifestEntry, ManifestFileMeta
+from shoal.format.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from shoal.core.manifests import Partitions
+    from shoal.core.store import FileStore
+
+PartitionFilter = Callable[[bytes], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class DataSplit:
+    """Files of one bucket of one partition, read together.
+
+    ``table_uri`` and the file paths are all a worker needs to read the split.
+    """
+
+    table_uri: str
+    snapshot_id: int
+    partition: dict[str, Any]
+    bucket: int
+    bucket_path: str
+    files: tuple[DataFileMeta, ...]
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+    @property
+    def file_paths(self) -> list[str]:
+        return [data_file_path(self.bucket_path, f) for f in self.files]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+
+def read_manifest_metas(store: FileStore, snapshot: Snapshot) -> list[ManifestFileMeta]:
+    """The manifests of a snapshot: base list, then delta list (their order matters)."""
+    return [
+        *store.manifests.read_list(snapshot.base_manifest_list),
+        *store.manifests.read_list(snapshot.delta_manifest_list),
+    ]
+
+
+def live_entries(
+    store: FileStore,
+    snapshot: Snapshot,
+    dnf: P.Dnf | None = None,
+    partition_filter: PartitionFilter | None = None,
+    *,
+    partitions: Collection[bytes] | None = None,
+) -> list[ManifestEntry]:
+    """The ADD entries live in ``snapshot`` that may hold rows matching ``dnf``.
+
+    ``partition_filter`` keeps the entries of the partitions it accepts; ``partitions``
+    keeps those of the given partitions only: manifests whose partition statistics
+    hold none of them are not read, and of the others only those partitions' entries
+    are built. A commit that touches a few partitions reads the manifests of those,
+    not the whole table's, and pays for their other entries only by reading past
+    them."""
+    partition_keys = set(store.schema.partition_keys)
+    partition_dnf = restrict(dnf, partition_keys)
+    holding: P.Dnf | None = None
+    wanted: frozenset[bytes] | None = None
+    if partitions is not None:
+        wanted = frozenset(partitions)
+        holding = _partitions_dnf(store, wanted)
+    metas = [
+        m
+        for m in read_manifest_metas(store, snapshot)
+        if _manifest_may_match(store, m, partition_dnf) and _manifest_may_match(store, m, holding)
+    ]
+    selection: Partitions = None
+    if wanted is not None and partition_dnf is None and partition_filter is None:
+        selection = wanted  # a commit's partitions, read again by its conflict check: cached
+    elif wanted is not None:
+        partition_filter = _both(partition_filter, wanted.__contains__)
+    keep_partition = _partition_pruner(store, partition_dnf, partition_filter)
+    if selection is None and (partition_dnf is not None or partition_filter is not None):
+        selection = keep_partition
+    parts = store.manifests.read_manifests(metas, selection)
+    merged = M.merge_entries(e for part in parts for e in part)
+    out = []
+    file_pruner = _file_pruner(store, dnf, partition_keys)
+    for entry in merged:
+        if entry.kind != M.KIND_ADD or not keep_partition(entry.partition):
+            continue
+        if file_pruner is None or file_pruner(entry.file):
+            out.append(entry)
+    return out
+
+
+def _partitions_dnf(store: FileStore, partitions: Collection[bytes]) -> P.Dnf:
+    """``partition = p`` for any ``p`` of ``partitions`` (a null value: ``IS NULL``), the
+    filter by which manifests' partition statistics are checked."""
+    keys = store.schema.partition_keys
+    return tuple(
+        tuple(P.Term(k, "=", v) for k, v in zip(keys, store.partitions.decode(p), strict=True))
+        for p in partitions
+    )
+
+
+def _both(first: PartitionFilter | None, second: PartitionFilter) -> PartitionFilter:
+    if first is None:
+        return second
+    return lambda partition: second(partition) and first(partition)
+
+
+def restrict(dnf: P.Dnf | None, columns: set[str]) -> P.Dnf | None:
+    """The part of ``dnf`` that only partition values decide (a weaker filter)."""
+    if dnf is None:
+        return None
+    groups = tuple(tuple(t for t in group if t.column in columns) for group in dnf)
+    if any(not group for group in groups):
+        return None  # some OR branch is unconstrained by partition columns
+    return groups
+
+
+def _manifest_may_match(store: FileStore, meta: ManifestFileMeta, dnf: P.Dnf | None) -> bool:
+    if dnf is None:
+        return True
+    types = store.schema.partition_types()
+    stats = meta.partition_stats
+    try:
+        mins = binary_row.deserialize(stats.min_values, types)
+        maxs = binary_row.deserialize(stats.max_values, types)
+    except ValueError:
+        return True
+    nulls = stats.null_counts or ()
+    count = meta.num_added_files + meta.num_deleted_files
+    index = {k: i for i, k in enumerate(store.schema.partition_keys)}
+
+    def lookup(column: str) -> P.ColumnStats | None:
+        i = index.get(column)
+        if i is None:
+            return None
+        null_count = nulls[i] if i < len(nulls) else None
+        return P.ColumnStats(mins[i], maxs[i], null_count, count)
+
+    return P.may_match(dnf, lookup)
+
+
+def _partition_pruner(
+    store: FileStore, dnf: P.Dnf | None, partition_filter: PartitionFilter | None
+) -> PartitionFilter:
+    keys = store.schema.partition_keys
+    verdicts: dict[bytes, bool] = {}
+
+    def keep(partition: bytes) -> bool:
+        verdict = verdicts.get(partition)
+        if verdict is None:
+            verdict = partition_filter(partition) if partition_filter is not None else True
+            if verdict and dnf is not None:
+                values = dict(zip(keys, store.partitions.decode(partition), strict=True))
+                verdict = P.may_match(dnf, lambda c: P.exact_stats(values[c]))
+            verdicts[partition] = verdict
+        return verdict
+
+    return keep
+
+
+def _file_pruner(
+    store: FileStore, dnf: P.Dnf | None, partition_keys: set[str]
+) -> Callable[[DataFileMeta], bool] | None:
+    if dnf is None or P.columns_of(dnf) <= partition_keys:
+        return None
+    layouts: dict[tuple[int, tuple[str, ...] | None], tuple[list[str], list[T.DataType]]] = {}
+
+    def layout(f: DataFileMeta) -> tuple[list[str], list[T.DataType]]:
+        key = (f.schema_id, f.value_stats_cols)
+        found = layouts.get(key)
+        if found is None:
+            schema = store.schema_of(f.schema_id)
+            names = (
+                list(f.value_stats_cols) if f.value_stats_cols is not None else schema.field_names
+            )
+            types = [schema.field(n).type for n in names]
+            found = layouts[key] = (names, types)
+        return found
+
+    def keep(f: DataFileMeta) -> bool:
+        names, types = layout(f)
+        if not names:
+            return True
+        try:
+            mins = binary_row.deserialize(f.value_stats.min_values, types)
+            maxs = binary_row.deserialize(f.value_stats.max_values, types)
+        except ValueError:
+            return True
+        nulls = f.value_stats.null_counts or ()
+        index = {n: i for i, n in enumerate(names)}
+
+        def lookup(column: str) -> P.ColumnStats | None:
+            i = index.get(column)
+            if i is None:
+                return None
+            null_count = nulls[i] if i < len(nulls) else None
+            return P.ColumnStats(mins[i], maxs[i], null_count, f.row_count)
+
+        return P.may_match(dnf, lookup)
+
+    return keep
+
+
+def make_splits(
+    store: FileStore,
+    snapshot_id: int,
+    entries: Sequence[ManifestEntry],
+    *,
+    whole_buckets: bool = False,
+) -> list[DataSplit]:
+    """Pack each bucket's files, in sequence order, into splits of about the target size.
+
+    With ``whole_buckets`` (a primary-key table read with merging) a bucket is never
+    divided: its files are merged together.
+    """
+    target = store.options.get(O.SPLIT_TARGET_SIZE)
+    open_cost = store.options.get(O.SPLIT_OPEN_FILE_COST)
+    check = readable_file_check(store)
+    by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
+    for entry in entries:
+        check(entry.file)
+        by_bucket[(entry.partition, entry.bucket)].append(entry.file)
+    splits = []
+    for (partition, bucket), files in by_bucket.items():
+        files.sort(key=lambda f: (f.min_sequence_number, f.file_name))
+        bucket_path = store.paths.bucket_dir(store.partitions.path(partition), bucket)
+        values = store.partitions.to_dict(partition)
+        pack: list[DataFileMeta] = []
+        weight = 0
+        for f in files:
+            cost = max(f.file_size, open_cost)
+            if pack and weight + cost > target and not whole_buckets:
+                splits.append(
+                    DataSplit(store.uri, snapshot_id, values, bucket, bucket_path, tuple(pack))
+                )
+                pack, weight = [], 0
+            pack.append(f)
+            weight += cost
+        if pack:
+            splits.append(
+                DataSplit(store.uri, snapshot_id, values, bucket, bucket_path, tuple(pack))
+            )
+    return splits
+
+
+def readable_file_check(store: FileStore) -> Callable[[DataFileMeta], None]:
+    """A check that a data file holds what shoal's readers read exactly: a Parquet file
+    in its bucket directory, with every column, written under a schema whose columns
+    (by field id) are the table's, so that reading columns by name is reading them by
+    field id. Raises UnsupportedFeatureError for any other file, before anything is read.
+
+    Tables written by Paimon's engines may hold files of other formats (ORC was
+    Paimon's default up to 0.8, so a table whose options name no format may hold it),
+    files outside the table (external paths), files with some columns only (data
+    evolution), and files written before a column was added, renamed, dropped or
+    retyped (schema evolution).
+    """
+    columns = [(f.id, f.name, f.type) for f in store.schema.fields]
+    alike = {store.schema.id}
+
+    def check(f: DataFileMeta) -> None:
+        if not f.file_name.endswith(".parquet"):
+            kind = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else "unknown"
+            _refuse(store, f"{kind} data files ({f.file_name})", "file format")
+        if f.external_path:
+            _refuse(store, f"data files in external paths ({f.external_path})", "external paths")
+        if f.write_cols is not None:
+            _refuse(store, f"files with some columns only ({f.file_name})", "data evolution")
+        if f.schema_id not in alike:
+            other = store.schema_of(f.schema_id)
+            if [(c.id, c.name, c.type) for c in other.fields] != columns:
+                _refuse(
+                    store,
+                    f"files written under schema {f.schema_id}, whose columns differ from "
+                    f"those of schema {store.schema.id} ({f.file_name})",
+                    "schema evolution",
+                )
+            alike.add(f.schema_id)
+
+    return check
+
+
+def _refuse(store: FileStore, what: str, feature: str) -> None:
+    raise UnsupportedFeatureError(
+        f"table {store.uri!r} holds {what}, which shoal does not read yet; read it with "
+        "Paimon's own engines (Flink, Spark with the Paimon jar)",
+        feature=feature,
+    )

@@ -1,0 +1,628 @@
+"""The public table: writes (each one atomic commit), time-travel reads, system tables."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from shoal import options as O
+from shoal.cleanup.expire import ExpireResult, expire_snapshots
+from shoal.cleanup.orphans import OrphanFilesResult, remove_orphan_files
+from shoal.cleanup.rollback import rollback
+from shoal.cleanup.tags import delete_tag, rename_tag
+from shoal.compaction.compact import CompactResult
+from shoal.compaction.freshness import Freshness, freshness
+from shoal.core import kv
+from shoal.core import predicate as P
+from shoal.core.commit import WHOLE_TABLE, FileStoreCommit
+from shoal.core.incremental import keyed_diff, plan_incremental
+from shoal.core.merge import FIRST_ROW
+from shoal.core.paths import PathFactory
+from shoal.core.read import merged_batches, read_batches, read_merged, read_table
+from shoal.core.scan import DataSplit, live_entries, make_splits, restrict
+from shoal.core.schema_manager import SchemaManager
+from shoal.core.store import FileStore
+from shoal.core.system_tables import NEEDS_SNAPSHOT, system_table
+from shoal.errors import (
+    CorruptDataFileError,
+    CorruptMetadataError,
+    InvalidArgumentError,
+    ShoalError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+    TagNotFoundError,
+    UnsupportedFeatureError,
+)
+from shoal.format.snapshot import Snapshot
+from shoal.format.tag import Tag
+from shoal.io import FileIO, file_io_for
+from shoal.options import parse_duration
+from shoal.transaction import Transaction, partition_scope
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+
+logger = logging.getLogger(__name__)
+
+
+# How many times a read of the latest snapshot plans again when that snapshot expires
+# under it (each time against the snapshot that is then the latest).
+EXPIRED_SNAPSHOT_REPLANS = 3
+
+
+class Scan:
+    """A planned read of one snapshot: ``plan()`` for splits, or the rows directly.
+
+    On a primary-key table the real-time view merges each bucket's files by key; the
+    read-optimized view reads only the top level of each bucket, without merging.
+
+    Readers and snapshot expiration. A scan pins one snapshot and reads only the
+    files it names, so a read sees one snapshot entirely or fails; it never mixes
+    two. Expiration keeps every snapshot that was the latest at some moment within
+    ``snapshot.time-retained`` (the default is an hour), so a read that takes less
+    than that finds its files. A faster expiration (a tiny retention,
+    ``snapshot.num-retained.max``, an explicit ``older_than``) may delete the files of
+    a snapshot while it is read; then, if the read hits a missing manifest or data
+    file of a snapshot that a newer one has replaced (expiration deletes a snapshot's
+    files first, its snapshot file last):
+
+    - a scan of the latest snapshot (no ``snapshot_id``, ``tag`` or ``timestamp_ms``)
+      plans again against the snapshot that is now the latest and reads that, up
+      to ``EXPIRED_SNAPSHOT_REPLANS`` times; ``snapshot`` then names the snapshot
+      read. ``to_batches`` does so only before its first batch: after it, the rows
+      already given cannot be taken back, and it raises SnapshotNotFoundError;
+    - a scan of a snapshot chosen by id or time raises SnapshotNotFoundError once its
+      snapshot file is gone too (waiting a moment for the expiration to get there),
+      and a scan of a tag deleted meanwhile raises TagNotFoundError: the data asked
+      for is gone, and another snapshot's would not be it.
+
+    A missing file of the latest snapshot, of a snapshot that stays, or of a tag that
+    is still there is damage, and its CorruptMetadataError or CorruptDataFileError
+    propagates. The splits that
+    ``plan()`` returns for other workers are not planned again: a worker reading a
+    split of an expired snapshot gets CorruptDataFileError.
+    """
+
+    def __init__(
+        self,
+        store: FileStore,
+        snapshot: Snapshot | None,
+        columns: Sequence[str] | None,
+        dnf: P.Dnf | None,
+        *,
+        read_optimized: bool = False,
+        latest: bool = False,
+        tag: str | None = None,
+    ) -> None:
+        self._store = store
+        self.snapshot = snapshot
+        self.columns = list(columns) if columns is not None else None
+        self._dnf = dnf
+        self._splits: list[DataSplit] | None = None
+        schema = store.schema_of(snapshot.schema_id) if snapshot is not None else store.schema
+        self.schema: pa.Schema = schema.arrow_schema()
+        self.merging = store.is_primary_key and not read_optimized
+        self.read_optimized = read_optimized
+        self._latest = latest  # the snapshot is the latest one, not asked for
+        self._tag = tag
+
+    def plan(self) -> list[DataSplit]:
+        """The splits to read, each a picklable unit of work."""
+        if self._splits is None:
+            self._splits = [] if self.snapshot is None else self._plan(self.snapshot)
+        return self._splits
+
+    def _plan(self, snapshot: Snapshot) -> list[DataSplit]:
+        store = self._store
+        prune = self._dnf
+        if self.merging:
+            # Only key columns prune a merged read: every version of a row has its key.
+            prune = restrict(prune, set(store.schema.primary_keys))
+        entries = live_entries(store, snapshot, prune)
+        if store.is_primary_key and self.read_optimized:
+            entries = [e for e in entries if e.file.level == store.max_level]
+        return make_splits(store, snapshot.id, entries, whole_buckets=self.merging)
+
+    def to_arrow(self) -> pa.Table:
+        for replans in itertools.count():
+            try:
+                return self._read()
+            except (CorruptMetadataError, CorruptDataFileError) as exc:
+                self._after_missing_file(exc, can_replan=replans < EXPIRED_SNAPSHOT_REPLANS)
+        raise AssertionError("unreachable")
+
+    def _read(self) -> pa.Table:
+        if self.merging:
+            return read_merged(self._store, self.plan(), self.columns, self._dnf)
+        return read_table(
+            self._store.file_io,
+            self.plan(),
+            self.schema,
+            self.columns,
+            self._dnf,
+            key_value=self._store.is_primary_key,
+        )
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        for replans in itertools.count():
+            started = False
+            try:
+                for batch in self._batches():
+                    started = True
+                    yield batch
+                return
+            except (CorruptMetadataError, CorruptDataFileError) as exc:
+                can_replan = not started and replans < EXPIRED_SNAPSHOT_REPLANS
+                self._after_missing_file(exc, can_replan=can_replan)
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        if self.merging:
+            for table in merged_batches(self._store, self.plan(), self.columns, self._dnf):
+                yield from table.to_batches()
+            return
+        yield from read_batches(
+            self._store.file_io,
+            self.plan(),
+            self.schema,
+            self.columns,
+            self._dnf,
+            key_value=self._store.is_primary_key,
+        )
+
+    def _after_missing_file(self, error: ShoalError, *, can_replan: bool) -> None:
+        """A file of the pinned snapshot is missing: plan again against the latest
+        snapshot when the pinned one expired and may be replaced, else raise."""
+        snapshot = self.snapshot
+        if snapshot is None:
+            raise error
+        store = self._store
+        if self._tag is not None:
+            if not store.tags.exists(self._tag):
+                raise TagNotFoundError(self._tag) from error
+            raise error
+        snapshots = store.snapshots
+        if not snapshots.superseded(snapshot.id):
+            raise error  # the latest snapshot never expires: the table is damaged
+        if self._latest:
+            if can_replan:
+                self._replan()
+                return
+        elif not snapshots.wait_until_gone(snapshot.id):
+            raise error  # superseded but kept: the table is damaged
+        raise SnapshotNotFoundError(
+            f"snapshot {snapshot.id} expired while it was read; read a newer snapshot, "
+            "or keep snapshots longer ('snapshot.time-retained') or tag this one",
+            snapshot_id=snapshot.id,
+        ) from error
+
+    def _replan(self) -> None:
+        store = self._store
+        latest = store.snapshots.latest()
+        logger.info(
+            "snapshot %s expired while it was read; reading snapshot %s instead",
+            self.snapshot.id if self.snapshot is not None else None,
+            None if latest is None else latest.id,
+        )
+        self.snapshot = latest
+        self._splits = None
+        if latest is not None:
+            self.schema = store.schema_of(latest.schema_id).arrow_schema()
+
+
+class Table:
+    """A Paimon-format table. Open it with ``Catalog.get_table`` or ``shoal.open_table``."""
+
+    def __init__(self, store: FileStore, name: str | None = None) -> None:
+        self._store = store
+        self.name = name
+        if store.schema.primary_keys and store.num_buckets < 1:
+            raise UnsupportedFeatureError(
+                f"table {store.uri!r} uses dynamic bucket mode (bucket = {store.num_buckets}); "
+                "shoal reads and writes primary-key tables with fixed buckets"
+            )
+        self._committer = FileStoreCommit(store)
+
+    @staticmethod
+    def open(uri: str, name: str | None = None) -> Table:
+        """Open the table at ``uri`` (a path or URI). Raises TableNotFoundError, or
+        InvalidArgumentError for a URI that no filesystem serves."""
+        if not isinstance(uri, str) or not uri.strip():
+            raise InvalidArgumentError(f"a table is opened by its path or URI, not {uri!r}")
+        try:
+            file_io, root = file_io_for(uri)
+        except ValueError as exc:  # pyarrow.ArrowInvalid: a URI no filesystem knows
+            raise InvalidArgumentError(f"table location {uri!r}: {exc}") from None
+        return Table._open(file_io, uri, root, name)
+
+    @staticmethod
+    def _open(file_io: FileIO, uri: str, root: str, name: str | None) -> Table:
+        schema = SchemaManager(file_io, PathFactory(root)).latest()
+        if schema is None:
+            raise TableNotFoundError(name or uri)
+        return Table(FileStore(file_io, uri, root, schema), name)
+
+    # --- description -------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        return self._store.uri
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._store.arrow_schema
+
+    @property
+    def partition_keys(self) -> list[str]:
+        return list(self._store.schema.partition_keys)
+
+    @property
+    def primary_keys(self) -> list[str]:
+        return list(self._store.schema.primary_keys)
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(self._store.schema.options)
+
+    def __repr__(self) -> str:
+        return f"Table({self.name or self.path!r})"
+
+    # --- snapshots ---------------------------------------------------------------------------
+    def latest_snapshot(self) -> Snapshot | None:
+        return self._store.snapshots.latest()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self._store.snapshots.snapshot(snapshot_id)
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every readable snapshot, oldest first.
+
+        A snapshot whose file is damaged (cut short, emptied, not a snapshot) is left
+        out, with a warning in the log: the others stay readable, and this list is where
+        to find the snapshot to roll back to. ``damaged_snapshots()`` names the ones left
+        out; reading at one of them still raises CorruptMetadataError."""
+        readable, damaged = self._store.snapshots.survey()
+        for snapshot_id, error in damaged.items():
+            logger.warning("snapshot %s is left out of the listing: %s", snapshot_id, error)
+        return readable
+
+    def damaged_snapshots(self) -> dict[int, CorruptMetadataError]:
+        """The snapshots whose file cannot be read, by id, each with the error a read at
+        it raises (``path`` names the file, ``reason`` what is wrong). Empty for a
+        healthy table.
+
+        ``rollback_to(snapshot_id=...)`` to the newest readable snapshot below a damaged
+        one removes it with every later snapshot; restoring the file from a backup keeps
+        them."""
+        return self._store.snapshots.survey()[1]
+
+    # --- writing -----------------------------------------------------------------------------
+    def _transaction(self) -> Transaction:
+
+        return Transaction(self._store, self._committer)
+
+    def append(self, data: Any) -> Snapshot:
+        """Add rows in one atomic commit; returns the new snapshot.
+
+        ``data`` is a pyarrow Table, RecordBatch, RecordBatchReader (streamed) or a
+        pandas DataFrame. On a primary-key table this is :meth:`upsert`. Raises
+        SchemaMismatchError before anything is committed.
+        """
+        return self._transaction().write(data)
+
+    def upsert(self, data: Any) -> Snapshot:
+        """Insert or replace rows by primary key in one commit (the last row of a key in
+        ``data`` wins). May be followed by one COMPACT commit when a bucket reaches
+        ``num-sorted-run.compaction-trigger`` sorted runs (unless ``write-only``)."""
+        self._require_primary_key("upsert")
+        return self._transaction().write(data)
+
+    def delete(self, keys: Any) -> Snapshot:
+        """Delete rows by primary key, in one commit. ``keys`` holds the key columns
+        (other columns may be present and are ignored).
+
+        A ``first-row`` table keeps the first row of each key for good, so it refuses
+        deletes (InvalidArgumentError, nothing written) unless ``ignore-delete`` is set,
+        which makes this a no-op commit.
+        """
+        self._require_primary_key("delete")
+        settings = self._store.merge_settings
+        if settings.engine == FIRST_ROW and not settings.ignore_delete:
+            raise InvalidArgumentError(
+                f"{self.name or self.path} uses the first-row merge engine, which keeps "
+                "the first row of each key and cannot delete it; set the table option "
+                "'ignore-delete' = 'true' to accept deletes and ignore them"
+            )
+        return self._transaction().write(keys, kind=kv.DELETE)
+
+    def _require_primary_key(self, what: str) -> None:
+        if not self._store.is_primary_key:
+            raise InvalidArgumentError(
+                f"{what} needs a primary-key table; {self.name or self.path} is an append table"
+            )
+
+    def compact(
+        self, strategy: str | None = None, event_time_threshold: Any = None
+    ) -> CompactResult:
+        """Compact a primary-key table in one COMPACT commit.
+
+        ``strategy``: "full" (every bucket into one sorted run at the top level),
+        "universal" (Paimon's size-ratio and run-count rules), "event-time" (only the
+        files whose event time starts at or below ``event_time_threshold``, a datetime
+        (naive: UTC) or epoch milliseconds; default now minus
+        ``compaction.event-time.data-latency``), or None for the ``compaction.strategy``
+        option. The real-time view is the same before and after.
+        """
+        self._require_primary_key("compact")
+        return self._transaction().compact(strategy, event_time_threshold)
+
+    def freshness(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Freshness:
+        """The read-optimized freshness watermark and the compaction backlog of the
+        latest snapshot (or of ``snapshot_id`` or ``tag``): every row with an event time
+        below ``watermark_ms`` is in the read-optimized view."""
+
+        return freshness(self._store, self._resolve(snapshot_id, tag, None))
+
+    def overwrite(self, data: Any, *, partition: Mapping[str, Any] | None = None) -> Snapshot:
+        """Replace the whole table, or one partition, with ``data`` in one commit.
+
+        With ``partition``, every row of ``data`` must belong to that partition.
+        """
+
+        scope = WHOLE_TABLE if partition is None else partition_scope(self._store, [partition])
+        return self._transaction().write(data, overwrite=scope)
+
+    def drop_partitions(self, partitions: Sequence[Mapping[str, Any]]) -> Snapshot:
+        """Remove partitions in one OVERWRITE commit of DELETE entries.
+
+        Each spec may name only some partition keys. The files stay on disk until
+        snapshot expiration finds that no retained snapshot or tag still uses them.
+        """
+
+        if not self._store.schema.partition_keys:
+            raise InvalidArgumentError("the table is not partitioned")
+        if not partitions:
+            raise InvalidArgumentError("drop_partitions needs at least one partition spec")
+        return self._transaction().drop(partition_scope(self._store, partitions))
+
+    # --- tags ------------------------------------------------------------------------------
+    def create_tag(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        time_retained: timedelta | str | None = None,
+        *,
+        replace: bool = False,
+    ) -> Tag:
+        """Tag a snapshot (the latest when ``snapshot_id`` is None) as a named savepoint.
+
+        Raises:
+            InvalidTagNameError: blank, all-digit, or path-like names.
+            TagAlreadyExistsError: the name is taken and ``replace`` is False.
+            SnapshotNotFoundError: no such snapshot (or the table has none yet).
+        """
+        store = self._store
+        if snapshot_id is None:
+            snapshot = store.snapshots.latest()
+            if snapshot is None:
+                raise SnapshotNotFoundError("the table has no snapshot to tag yet")
+        else:
+            snapshot = store.snapshots.snapshot(snapshot_id)
+        if time_retained is None:
+            time_retained = store.options.get(O.TAG_DEFAULT_TIME_RETAINED)
+        elif isinstance(time_retained, str):
+            try:
+                time_retained = parse_duration(time_retained)
+            except ValueError as exc:
+                raise InvalidArgumentError(f"time_retained: {exc}") from None
+        if time_retained is not None and (
+            not isinstance(time_retained, timedelta) or time_retained < timedelta(0)
+        ):
+            raise InvalidArgumentError(
+                f"time_retained must be a non-negative timedelta or a duration such as "
+                f"'1 d', not {time_retained!r}"
+            )
+        tags = store.tags
+        return tags.create(name, snapshot, time_retained=time_retained, replace=replace)
+
+    def delete_tag(self, name: str) -> None:
+        """Remove a tag. Raises TagNotFoundError."""
+
+        delete_tag(self._store, name)
+
+    def rename_tag(self, old: str, new: str) -> None:
+        """Rename a tag. Raises TagNotFoundError or TagAlreadyExistsError."""
+
+        rename_tag(self._store, old, new)
+
+    def list_tags(self) -> list[Tag]:
+        """Every tag, ordered by snapshot id, then name."""
+        return [tag for tag, _ in self._store.tags.tags()]
+
+    def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
+        """Make an earlier snapshot (or a tag's snapshot) the latest: later snapshots and
+        tags go. Data files stay for orphan cleanup. Stop writers while it runs."""
+
+        return rollback(self._store, snapshot_id=snapshot_id, tag=tag)
+
+    # --- cleanup -----------------------------------------------------------------------------
+    def expire_snapshots(
+        self,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        older_than: datetime | None = None,
+        max_deletes: int | None = None,
+    ) -> ExpireResult:
+        """Remove old snapshots, and the files that only they used.
+
+        Keeps at least ``retain_min`` snapshots (the newest), at most ``retain_max``,
+        and every snapshot whose successor was committed after ``older_than``; expires
+        at most ``max_deletes`` snapshots in one run. Arguments left as None come from
+        the options ``snapshot.num-retained.min``, ``snapshot.num-retained.max``,
+        ``snapshot.time-retained`` (``older_than`` = now minus it) and
+        ``snapshot.expire.limit``. A file that a retained snapshot or a tag still uses
+        is never deleted. Tags whose retention has passed are removed first.
+        """
+
+        return expire_snapshots(
+            self._store,
+            retain_min=retain_min,
+            retain_max=retain_max,
+            older_than=older_than,
+            max_deletes=max_deletes,
+        )
+
+    def expire_partitions(
+        self, expiration_time: timedelta | str | None = None, *, now: datetime | None = None
+    ) -> list[dict[str, Any]]:
+        """Drop the partitions older than ``expiration_time`` (default: the option
+        ``partition.expiration-time``) in one OVERWRITE commit; returns them.
+
+        A partition's age comes from its values (``partition.timestamp-pattern`` and
+        ``-formatter``) or from its newest file (``partition.expiration-strategy`` =
+        ``update-time``). Values that do not parse as a time are skipped, never dropped.
+        """
+        return self._transaction().expire_partitions(expiration_time, now)
+
+    def remove_orphan_files(
+        self, older_than: datetime | None = None, dry_run: bool = False
+    ) -> OrphanFilesResult:
+        """Delete files in the table's directories that no snapshot, tag or commit uses
+        and that are older than ``older_than`` (default: now minus one day, so a
+        commit in flight keeps its files). ``dry_run`` only reports them."""
+
+        return remove_orphan_files(self._store, older_than=older_than, dry_run=dry_run)
+
+    # --- reading -----------------------------------------------------------------------------
+    def _resolve(
+        self, snapshot_id: int | None, tag: str | None, timestamp_ms: int | None
+    ) -> Snapshot | None:
+        given = [x is not None for x in (snapshot_id, tag, timestamp_ms)]
+        if sum(given) > 1:
+            raise InvalidArgumentError("give at most one of snapshot_id, tag and timestamp_ms")
+        for label, value in (("snapshot_id", snapshot_id), ("timestamp_ms", timestamp_ms)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise InvalidArgumentError(f"{label} must be an integer, not {value!r}")
+        snapshots = self._store.snapshots
+        if snapshot_id is not None:
+            return snapshots.snapshot(snapshot_id)
+        if tag is not None:
+            return self._tag_snapshot(tag)
+        if timestamp_ms is not None:
+            found = snapshots.earlier_or_equal_time_millis(timestamp_ms)
+            if found is None:
+                raise SnapshotNotFoundError(
+                    f"no snapshot was committed at or before {timestamp_ms} ms; "
+                    "snapshots() lists the ones there are"
+                )
+            return found
+        return snapshots.latest()
+
+    def _tag_snapshot(self, tag: str) -> Snapshot:
+        return self._store.tags.get(tag)[1]
+
+    def scan(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp_ms: int | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,
+        read_optimized: bool = False,
+    ) -> Scan:
+        """Plan a read; at most one of snapshot_id, tag and timestamp_ms.
+
+        ``filter`` is pyarrow-style DNF and filters rows exactly; ``read_optimized``
+        selects the view without merging, which for an append table is every file.
+        """
+        snapshot = self._resolve(snapshot_id, tag, timestamp_ms)
+        schema = (
+            self._store.schema_of(snapshot.schema_id)
+            if snapshot is not None
+            else self._store.schema
+        )
+        types = {f.name: f.type for f in schema.fields}
+        if columns is not None:
+            unknown = [c for c in columns if c not in types]
+            if unknown:
+                raise InvalidArgumentError(
+                    f"unknown columns {unknown}; the table has {list(types)}"
+                )
+        return Scan(
+            self._store,
+            snapshot,
+            columns,
+            P.parse_filter(filter, types),
+            read_optimized=read_optimized,
+            latest=snapshot_id is None and tag is None and timestamp_ms is None,
+            tag=tag,
+        )
+
+    def to_arrow(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp_ms: int | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,
+        read_optimized: bool = False,
+    ) -> pa.Table:
+        """Rows of the latest snapshot, or of the one chosen by time travel."""
+        return self.scan(
+            snapshot_id=snapshot_id,
+            tag=tag,
+            timestamp_ms=timestamp_ms,
+            columns=columns,
+            filter=filter,
+            read_optimized=read_optimized,
+        ).to_arrow()
+
+    def incremental(
+        self,
+        start: int | str,
+        end: int | str,
+        *,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,
+    ) -> pa.Table:
+        """Rows committed after ``start`` up to ``end``.
+
+        Two snapshot ids read the delta of the APPEND commits in ``(start, end]``; two
+        tag names read the difference of the tags' data (files live at ``end`` that
+        were not at ``start``). On a primary-key table the delta is merged by key: each
+        key's latest row written in the range (deletes drop the key); the difference
+        of two tags is the rows of ``end`` that are new or changed since ``start``.
+        """
+        store = self._store
+        dnf = P.parse_filter(filter, {f.name: f.type for f in store.schema.fields})
+        plan = plan_incremental(store, start, end)
+        if plan.diff is not None:
+            rows = keyed_diff(store, *plan.diff, None)
+            if dnf is not None:
+                rows = rows.filter(P.to_expression(dnf))
+            return rows.select(list(columns)) if columns is not None else rows
+        if store.is_primary_key:
+            return read_merged(store, plan.splits, columns, dnf)
+        return read_table(store.file_io, plan.splits, store.arrow_schema, columns, dnf)
+
+    def system_table(
+        self, name: str, *, snapshot_id: int | None = None, tag: str | None = None
+    ) -> pa.Table:
+        """Metadata as a table: snapshots, files, manifests, partitions, options, schemas,
+        tags, freshness (the compaction backlog per partition and bucket).
+
+        ``files`` and ``manifests`` follow time travel, as Paimon's ``$files`` does.
+        ``snapshots`` lists damaged snapshot files too (its ``status`` and ``error``
+        columns), so it is readable whatever snapshot is damaged.
+        """
+        if snapshot_id is None and tag is None and name not in NEEDS_SNAPSHOT:
+            # These describe the table as it is and read no snapshot: a damaged latest
+            # snapshot must not hide the snapshots listing.
+            return system_table(self._store, name, None)
+        return system_table(self._store, name, self._resolve(snapshot_id, tag, None))
