@@ -21,7 +21,7 @@ from shoal.core import kv
 from shoal.core import predicate as P
 from shoal.core.commit import WHOLE_TABLE, FileStoreCommit
 from shoal.core.incremental import keyed_diff, plan_incremental
-from shoal.core.merge import FIRST_ROW
+from shoal.core.kv import FIRST_ROW
 from shoal.core.paths import PathFactory
 from shoal.core.read import merged_batches, read_batches, read_merged, read_table
 from shoal.core.scan import DataSplit, live_entries, make_splits, restrict

@@ -55,6 +55,7 @@ from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Protocol, TypeVar
 
 from shoal.core.paths import BUCKET_PREFIX, SNAPSHOT_PREFIX, PathFactory
@@ -112,7 +113,7 @@ class DataDirectories:
 
 def file_name(path: str) -> str:
     """The last component of a path: what cleanup matches files by."""
-    return path.rsplit("/", 1)[-1]
+    return path.rpartition("/")[2]
 
 
 def _parent(path: str) -> str:
@@ -414,10 +415,10 @@ def _map_reads(store: FileStore, fn: Callable[[A], R], items: Iterable[A]) -> li
 
 
 # --- step 3: choosing and deleting ----------------------------------------------------------
-def is_old(status: FileStatus, threshold_ms: int) -> bool:
-    """Whether a file or directory was last modified before the threshold: the age
-    guard, the only protection of a commit in flight."""
-    return status.mtime_ms < threshold_ms
+def older(statuses: Iterable[FileStatus], threshold_ms: int) -> list[FileStatus]:
+    """The files or directories of ``statuses`` last modified before the threshold:
+    the age guard, the only protection of a commit in flight."""
+    return [s for s in statuses if s.mtime_ms < threshold_ms]
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,14 +436,12 @@ class Sweep:
         self, candidates: Iterable[FileStatus], used: Set[str] = frozenset()
     ) -> list[FileStatus]:
         """The orphans among ``candidates``, whose names ``used`` does not hold."""
-        protected = self.protected_dirs
-        return [
-            c
-            for c in candidates
-            if is_old(c, self.threshold_ms)
-            and file_name(c.path) not in used
-            and not (protected and _parent(c.path) in protected)
-        ]
+        old = older(candidates, self.threshold_ms)
+        # file_name inlined: this runs once per candidate
+        unused = [c for c in old if c.path.rpartition("/")[2] not in used]
+        if not self.protected_dirs:
+            return unused
+        return [c for c in unused if _parent(c.path) not in self.protected_dirs]
 
     def __call__(
         self, file_io: FileIO, candidates: Iterable[FileStatus], used: Set[str] = frozenset()
@@ -520,7 +519,7 @@ def remove_emptied_directories(
     emptied or that were listed empty (``empty_buckets``), and the leaf partition
     directories, then their parents, when they were older than the threshold before
     the run (deleting files makes a directory look new)."""
-    removable = {d.path for d in (*data.buckets, *data.partitions) if is_old(d, threshold_ms)}
+    removable = {d.path for d in older((*data.buckets, *data.partitions), threshold_ms)}
     removable.discard(store.root)
     bucket_paths = {b.path for b in data.buckets}
     touched = {_parent(p) for p in deleted_paths} & bucket_paths
@@ -582,7 +581,9 @@ class ThreadExecutor:
     def list_candidates(
         self, store: FileStore, directories: Sequence[tuple[str, bool]]
     ) -> Candidates:
-        return _Listed(store, list(directories), list_directories(store.file_io, directories))
+        listed = list_directories(store.file_io, directories)
+        empty = frozenset(d for (d, _), files in zip(directories, listed, strict=True) if not files)
+        return _Listed(store, [f for files in listed for f in files], empty)
 
     def manifests_named_by(self, store: FileStore, list_names: Sequence[str]) -> set[str]:
         return manifests_named_by(store, list_names)
@@ -590,28 +591,20 @@ class ThreadExecutor:
 
 @dataclass(frozen=True, slots=True)
 class _Listed:
-    """Candidates listed in this process: ``listed[i]`` are those of
-    ``directories[i]``."""
+    """Candidates listed in this process, and the directories that hold none."""
 
     store: FileStore
-    directories: list[tuple[str, bool]]
-    listed: list[list[FileStatus]]
-
-    def _files(self) -> list[FileStatus]:
-        return [f for batch in self.listed for f in batch]
+    files: list[FileStatus]
+    empty: frozenset[str]
 
     def survey(self) -> Survey:
-        empty = (
-            d for (d, _), files in zip(self.directories, self.listed, strict=True) if not files
-        )
-        oldest = min(self._files(), key=lambda f: f.mtime_ms, default=None)
-        return Survey(oldest, frozenset(empty))
+        return Survey(min(self.files, key=attrgetter("mtime_ms"), default=None), self.empty)
 
     def sweep(self, reach: Reach, sweep: Sweep) -> list[FileStatus]:
-        files = self._files()
-        # Only old candidates can go: the manifests are searched for their names alone.
-        old = {file_name(f.path) for f in files if is_old(f, sweep.threshold_ms)}
-        return sweep(self.store.file_io, files, reach.used_among(self.store, old))
+        # Only old candidates can go: the manifests are searched for their names alone
+        # (file_name inlined: this runs once per candidate).
+        old = {f.path.rpartition("/")[2] for f in older(self.files, sweep.threshold_ms)}
+        return sweep(self.store.file_io, self.files, reach.used_among(self.store, old))
 
     def close(self) -> None:
         pass

@@ -74,3 +74,17 @@ class KeyValueLayout:
         keys = [values.column(k) for k in self.key_names]
         columns = [*keys, sequence, kinds, *values.columns]
         return pa.Table.from_arrays(columns, schema=self.file_schema)
+
+
+# How the rows of one key combine (the merge engines shoal implements).
+DEDUPLICATE = "deduplicate"
+FIRST_ROW = "first-row"
+
+
+@dataclass(frozen=True, slots=True)
+class MergeSettings:
+    """A primary-key table's merge engine, its ``sequence.field`` and ``ignore-delete``."""
+
+    engine: str = DEDUPLICATE
+    sequence_field: str | None = None
+    ignore_delete: bool = False

@@ -14,7 +14,6 @@ drops the key when that row is a delete; ``first-row`` keeps each key's first ro
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,19 +22,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from shoal.core import kv
-from shoal.core.kv import KeyValueLayout
+from shoal.core.kv import FIRST_ROW, KeyValueLayout, MergeSettings
 from shoal.errors import CorruptDataFileError
 from shoal.io import FileIO, parallel_map
-
-DEDUPLICATE = "deduplicate"
-FIRST_ROW = "first-row"
-
-
-@dataclass(frozen=True, slots=True)
-class MergeSettings:
-    engine: str = DEDUPLICATE
-    sequence_field: str | None = None
-    ignore_delete: bool = False
 
 
 def _run_batches(

@@ -10,9 +10,8 @@ import pyarrow as pa
 
 from shoal import features
 from shoal import options as O
-from shoal.core.kv import KeyValueLayout
+from shoal.core.kv import KeyValueLayout, MergeSettings
 from shoal.core.manifests import ManifestStore
-from shoal.core.merge import MergeSettings
 from shoal.core.partition import PartitionCodec
 from shoal.core.paths import PathFactory
 from shoal.core.schema_manager import SchemaManager

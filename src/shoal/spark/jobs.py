@@ -401,8 +401,9 @@ class _OrphansOnSpark:
 
     def manifests_named_by(self, store: FileStore, list_names: Sequence[str]) -> set[str]:
         ref = _StoreRef(store.uri, store.schema.id)
-        read = _names_in_tasks(self.spark, ref, _manifests_of, list_names, self.most)
-        return set(_collect(read).column("name").to_pylist())
+        groups = [(ref, g) for g in chunks(list_names, self.most)]
+        read = _collect(_run_groups(self.spark, groups, _manifests_of, _NAMES))
+        return set(read.column("name").to_pylist())
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,7 +428,8 @@ class _CandidatesOnSpark:
         """The names ``reach`` holds (the entries of its manifests read in tasks and
         left in Spark), a ``left_anti`` join of the candidates with them, then ``sweep``
         in tasks, one directory's candidates in one task."""
-        files = _names_in_tasks(self.spark, self.ref, _files_of, reach.manifests, self.most)
+        groups = [(self.ref, g) for g in chunks(reach.manifests, self.most)]
+        files = _run_groups(self.spark, groups, _files_of, _NAMES)
         named = pa.table(
             {"name": sorted(reach.names), _ERROR: pa.nulls(len(reach.names), pa.binary())},
             schema=_NAMES.append(pa.field(_ERROR, pa.binary())),
@@ -447,17 +449,6 @@ class _CandidatesOnSpark:
 
     def close(self) -> None:
         self.listed.unpersist()
-
-
-def _names_in_tasks(
-    spark: SparkSession,
-    ref: _StoreRef,
-    work: Callable[[tuple[_StoreRef, list[str]]], Iterator[pa.Table]],
-    items: Sequence[str],
-    most: int,
-) -> DataFrame:
-    """The names ``work`` finds in ``items``, a group of items per task."""
-    return _run_groups(spark, [(ref, g) for g in chunks(items, most)], work, _NAMES)
 
 
 def _status(row: dict[str, Any]) -> FileStatus:
