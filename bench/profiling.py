@@ -69,7 +69,7 @@ def profile_primary_key(batches: int, rows: int, seed: int, buckets: int = 4, to
     """
     import shoal
     import shoal.compaction.compact as compact_module
-    import shoal.core.merge as merge_module
+    import shoal.primary_key.merge as merge_module
 
     def inline_bounded(fn: Callable[[Any], Any], items: Iterable[Any], workers: int) -> list[Any]:
         del workers

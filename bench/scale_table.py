@@ -48,11 +48,11 @@ import pyarrow as pa
 
 import shoal
 from shoal import options as O
-from shoal.core.freshness_watermark import EventTimeState
 from shoal.core.manifest_merge import merge_manifests
 from shoal.core.manifests import ManifestStore
 from shoal.core.snapshot_manager import EARLIEST, LATEST
 from shoal.core.store import FileStore
+from shoal.event_time.watermark import EventTimeState
 from shoal.format import avro, binary_row
 from shoal.format import manifest as M
 from shoal.format import types as T

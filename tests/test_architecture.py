@@ -22,6 +22,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("shoal.options",),
     ("shoal.features",),
     ("shoal.core",),
+    ("shoal.primary_key",),
+    ("shoal.event_time",),
+    ("shoal.write",),
+    ("shoal.read",),
     ("shoal.compaction",),
     ("shoal.cleanup",),
     ("shoal.transaction",),
@@ -162,7 +166,7 @@ def test_the_checks_see_what_they_look_for() -> None:
         ("shoal.cleanup.expire", False),
         ("shoal.spark", True),
     ]
-    assert _layer("shoal.core.commit") < _layer("shoal.cleanup.expire") < _layer("shoal.table")
+    assert _layer("shoal.write.commit") < _layer("shoal.cleanup.expire") < _layer("shoal.table")
     assert _layer("shoal") < _layer("shoal.spark.jobs")
-    assert _is_module("shoal.core.commit")
-    assert not _is_module("shoal.core.commit.x")
+    assert _is_module("shoal.write.commit")
+    assert not _is_module("shoal.write.commit.x")

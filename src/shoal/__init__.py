@@ -11,7 +11,6 @@ from shoal.catalog import Catalog
 from shoal.cleanup.expire import ExpireResult
 from shoal.cleanup.orphans import OrphanFilesResult
 from shoal.compaction.compact import CompactResult
-from shoal.compaction.freshness import Freshness
 from shoal.core.scan import DataSplit
 from shoal.errors import (
     CommitConflictError,
@@ -38,6 +37,7 @@ from shoal.errors import (
     UnknownOptionError,
     UnsupportedFeatureError,
 )
+from shoal.event_time.freshness import Freshness
 from shoal.format.snapshot import Snapshot
 from shoal.format.tag import Tag
 from shoal.table import Scan, Table

@@ -12,7 +12,6 @@ import pyarrow as pa
 from shoal import features
 from shoal import options as O
 from shoal.cleanup.drop_table import remove_table_directory
-from shoal.core.event_time import check_event_time_field
 from shoal.core.paths import PathFactory
 from shoal.core.schema_manager import SchemaManager
 from shoal.errors import (
@@ -24,6 +23,7 @@ from shoal.errors import (
     TableNotFoundError,
     UnsupportedFeatureError,
 )
+from shoal.event_time.bounds import check_event_time_field
 from shoal.format import types as T
 from shoal.format.schema import TableSchema
 from shoal.io import file_io_for

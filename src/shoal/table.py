@@ -16,18 +16,13 @@ from shoal.cleanup.orphans import OrphanFilesResult, remove_orphan_files
 from shoal.cleanup.rollback import rollback
 from shoal.cleanup.tags import delete_tag, rename_tag
 from shoal.compaction.compact import CompactResult
-from shoal.compaction.freshness import Freshness, freshness
 from shoal.core import kv
 from shoal.core import predicate as P
-from shoal.core.commit import WHOLE_TABLE, FileStoreCommit
-from shoal.core.incremental import keyed_diff, plan_incremental
 from shoal.core.kv import FIRST_ROW
 from shoal.core.paths import PathFactory
-from shoal.core.read import merged_batches, read_batches, read_merged, read_table
 from shoal.core.scan import DataSplit, live_entries, make_splits, restrict
 from shoal.core.schema_manager import SchemaManager
 from shoal.core.store import FileStore
-from shoal.core.system_tables import NEEDS_SNAPSHOT, system_table
 from shoal.errors import (
     CorruptDataFileError,
     CorruptMetadataError,
@@ -38,11 +33,16 @@ from shoal.errors import (
     TagNotFoundError,
     UnsupportedFeatureError,
 )
+from shoal.event_time.freshness import Freshness, freshness
 from shoal.format.snapshot import Snapshot
 from shoal.format.tag import Tag
 from shoal.io import FileIO, file_io_for
 from shoal.options import parse_duration
+from shoal.read.files import merged_batches, read_batches, read_merged, read_table
+from shoal.read.incremental import keyed_diff, plan_incremental
+from shoal.read.system_tables import NEEDS_SNAPSHOT, system_table
 from shoal.transaction import Transaction, partition_scope
+from shoal.write.commit import WHOLE_TABLE, FileStoreCommit
 
 if TYPE_CHECKING:
     from datetime import datetime

@@ -5,7 +5,7 @@ Every operation that commits runs through :class:`Transaction`, in one order:
 1. validate: the table's options parse, and shoal implements every feature the table
    uses for writes;
 2. write the data files (invisible until committed);
-3. commit one :class:`~shoal.core.commit.CommitRequest`; a primary-key write that a
+3. commit one :class:`~shoal.write.commit.CommitRequest`; a primary-key write that a
    concurrent writer to the same bucket overtook is sequenced again from the new
    latest snapshot and committed again, up to ``commit.max-retries`` times;
 4. after the commit point, :meth:`Transaction.after_commit`: the compaction of the
@@ -35,16 +35,16 @@ from shoal.compaction import compact as compaction
 from shoal.compaction.compact import CompactResult, RewriteAll
 from shoal.compaction.strategies import universal_for
 from shoal.core import kv
-from shoal.core.commit import WHOLE_TABLE, CommitRequest, FileStoreCommit, OverwriteScope
-from shoal.core.kv_write import KeyValueWriter, next_sequences
 from shoal.core.store import FileStore
-from shoal.core.write import AppendWriter, CommitMessage
 from shoal.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
     SequenceConflictError,
 )
 from shoal.format.snapshot import Snapshot
+from shoal.write.commit import WHOLE_TABLE, CommitRequest, FileStoreCommit, OverwriteScope
+from shoal.write.files import AppendWriter, CommitMessage
+from shoal.write.keyed import KeyValueWriter, next_sequences
 
 logger = logging.getLogger(__name__)
 

@@ -251,7 +251,7 @@ def test_update_time_follows_the_newest_file(
 ) -> None:
     table = _table(tmp_path, **{"partition.expiration-strategy": "update-time"})
     for dt, day in [("a", 1), ("b", 10), ("a", 20), ("c", 5)]:  # "a" is written again later
-        monkeypatch.setattr("shoal.core.write.now_millis", lambda day=day: datetime(2026, 1, day))
+        monkeypatch.setattr("shoal.write.files.now_millis", lambda day=day: datetime(2026, 1, day))
         table.append(events([day], dt=dt))
 
     dropped = _expire(table, expiration_time="5 d", now=datetime(2026, 1, 16))
@@ -315,7 +315,7 @@ def test_commits_run_the_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         tmp_path,
         **{"partition.expiration-time": "1 d", "partition.expiration-strategy": "update-time"},
     )
-    monkeypatch.setattr("shoal.core.write.now_millis", lambda: datetime(2000, 1, 1))
+    monkeypatch.setattr("shoal.write.files.now_millis", lambda: datetime(2000, 1, 1))
     table.append(events([1], dt="old"))  # the commit's own check drops it at once
     assert table.latest_snapshot().commit_kind == "OVERWRITE"
     assert table.to_arrow().num_rows == 0

@@ -22,13 +22,13 @@ import pytest
 
 import shoal
 from shoal.compaction.compact import CompactTask, compact, rewrite_locally
-from shoal.compaction.event_time import event_time_compaction
-from shoal.compaction.runs import CompactStrategy, CompactUnit, SortedRun
 from shoal.compaction.strategies import FullCompaction
 from shoal.core.store import FileStore
-from shoal.core.write import CommitMessage
+from shoal.event_time.strategy import event_time_compaction
 from shoal.io import LocalFileIO
+from shoal.primary_key.runs import CompactStrategy, CompactUnit, SortedRun
 from shoal.table import Table
+from shoal.write.files import CommitMessage
 from tests.reachability import reachable, stored
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("ts", pa.timestamp("ms")),

@@ -23,9 +23,9 @@ import pytest
 
 import shoal
 from shoal.compaction.compact import compact as run_compaction
-from shoal.compaction.event_time import event_time_compaction
 from shoal.compaction.strategies import FullCompaction
 from shoal.core.scan import live_entries
+from shoal.event_time.strategy import event_time_compaction
 from tests.reachability import reachable, stored
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("ms")), ("v", pa.string())])

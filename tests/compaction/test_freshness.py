@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import shoal
-from shoal.compaction.freshness import freshness
-from shoal.core import freshness_watermark as FW
-from shoal.core.event_time import EventTimeBounds
 from shoal.core.scan import live_entries
+from shoal.event_time import watermark as FW
+from shoal.event_time.bounds import EventTimeBounds
+from shoal.event_time.freshness import freshness
 from shoal.format import manifest as M
 from shoal.format.binary_row import EMPTY_ROW
 from shoal.format.data_file import DataFileMeta

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoal.compaction.runs import CompactStrategy, CompactUnit, SortedRun, sorted_runs
 from shoal.compaction.strategies import (
     FullCompaction,
     UniversalCompaction,
@@ -29,6 +28,7 @@ from shoal.format.binary_row import EMPTY_ROW
 from shoal.format.data_file import DataFileMeta
 from shoal.format.stats import EMPTY_STATS
 from shoal.options import Options
+from shoal.primary_key.runs import CompactStrategy, CompactUnit, SortedRun, sorted_runs
 
 _names = itertools.count()
 

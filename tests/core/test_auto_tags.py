@@ -8,14 +8,14 @@ import pytest
 
 import shoal
 from shoal.cleanup.auto_tags import expire_tags
-from shoal.core.commit import CommitRequest
+from shoal.write.commit import CommitRequest
 from tests.conftest import EVENTS_SCHEMA, events
 
 
 def _commit_at(monkeypatch: pytest.MonkeyPatch, table: shoal.Table, when: datetime, i: int
                ) -> None:
     """Append one row with the commit clock set to local time ``when``."""
-    monkeypatch.setattr("shoal.core.commit.time.time", when.timestamp)
+    monkeypatch.setattr("shoal.write.commit.time.time", when.timestamp)
     table.append(events([i]))
     monkeypatch.undo()
 
@@ -68,8 +68,8 @@ def test_tags_with_retention_expire(catalog: shoal.Catalog) -> None:
 
 def test_watermark_tags_follow_the_snapshots_watermark(catalog: shoal.Catalog) -> None:
     from shoal.cleanup.auto_tags import create_automatic_tags
-    from shoal.core.commit import FileStoreCommit
-    from shoal.core.write import AppendWriter
+    from shoal.write.commit import FileStoreCommit
+    from shoal.write.files import AppendWriter
 
     table = catalog.create_table("db.t", EVENTS_SCHEMA,
                                  options={"tag.automatic-creation": "watermark"})

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoal.core import bucket as B
 from shoal.format import binary_row
 from shoal.format import types as T
+from shoal.write import bucket as B
 
 BUCKET_COUNTS = (1, 2, 4, 7)
 LONG = "the quick brown fox jumps over the lazy dog"

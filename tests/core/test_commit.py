@@ -8,10 +8,10 @@ import pyarrow as pa
 import pytest
 
 import shoal
-from shoal.core.commit import CommitRequest, FileStoreCommit
-from shoal.core.write import CommitMessage
 from shoal.format import manifest as M
 from shoal.format.snapshot import CommitKind
+from shoal.write.commit import CommitRequest, FileStoreCommit
+from shoal.write.files import CommitMessage
 from tests.conftest import EVENTS_SCHEMA, events, sorted_rows
 
 

@@ -11,8 +11,8 @@ import pytest
 import shoal
 from shoal.compaction.compact import compact
 from shoal.compaction.strategies import FullCompaction
-from shoal.core.commit import CommitRequest
 from shoal.format.snapshot import CommitKind
+from shoal.write.commit import CommitRequest
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string()),
                     ("ts", pa.int64())])

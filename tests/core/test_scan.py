@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import shoal
-from shoal.core.bucket import assign_buckets
 from shoal.format.types import BIGINT, AtomicType
+from shoal.write.bucket import assign_buckets
 from tests.conftest import ALL_TYPES, EVENTS_SCHEMA, all_types_rows, events, sorted_rows
 
 

@@ -18,13 +18,13 @@ from pyspark.sql import DataFrame, SparkSession
 import shoal
 from shoal.core.paths import data_file_path
 from shoal.core.scan import live_entries
-from shoal.core.stats_collector import StatsCollector
 from shoal.errors import SchemaMismatchError, UnsupportedFeatureError
 from shoal.io import LocalFileIO
 from shoal.spark import write_parquet, write_table
 from shoal.spark.parquet_write import STAGING_PREFIX, why_not_parquet
 from shoal.spark.source_options import open_store
 from shoal.spark.types import spark_schema
+from shoal.write.stats_collector import StatsCollector
 from tests.conftest import EVENTS_SCHEMA, events, sorted_rows
 from tests.interop.pypaimon_oracle import PypaimonOracle
 

@@ -17,8 +17,8 @@ from shoal import options as O
 from shoal.cleanup.auto_tags import create_automatic_tags, expire_tags
 from shoal.cleanup.expire import ExpireConfig, run_expiration
 from shoal.cleanup.partition_expire import maybe_expire_partitions
-from shoal.core.commit import FileStoreCommit
 from shoal.core.store import FileStore
+from shoal.write.commit import FileStoreCommit
 
 
 def maintain(store: FileStore, committer: FileStoreCommit) -> None:

@@ -23,7 +23,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from shoal import options as O
-from shoal.core.commit import CommitRequest, FileStoreCommit
 from shoal.core.partition_time import (
     UPDATE_TIME,
     PartitionTimeExtractor,
@@ -36,6 +35,7 @@ from shoal.errors import CommitConflictError, CorruptMetadataError, InvalidArgum
 from shoal.format.data_file import DataFileMeta
 from shoal.format.snapshot import Snapshot
 from shoal.options import parse_duration
+from shoal.write.commit import CommitRequest, FileStoreCommit
 
 logger = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from shoal.cli.common import (
 from shoal.cli.exit_codes import CORRUPT
 from shoal.cli.output import format_bytes, rows_of
 from shoal.cli.parsing import parse_options, parse_schema, split_names
-from shoal.core.system_tables import DAMAGED, SYSTEM_TABLES
 from shoal.errors import ShoalError, SnapshotNotFoundError
+from shoal.read.system_tables import DAMAGED, SYSTEM_TABLES
 from shoal.table import Table
 
 SNAPSHOT_COLUMNS = (

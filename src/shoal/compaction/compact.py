@@ -36,24 +36,24 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from shoal import options as O
-from shoal.compaction.event_time import event_time_compaction
 from shoal.compaction.rewrite import rewrite
-from shoal.compaction.runs import CompactStrategy, CompactUnit, sorted_runs
 from shoal.compaction.strategies import strategy_for
-from shoal.core.commit import CommitRequest, FileStoreCommit, compaction_since
 from shoal.core.paths import data_file_path
 from shoal.core.scan import live_entries
 from shoal.core.store import FileStore
-from shoal.core.write import CommitMessage
 from shoal.errors import (
     CommitConflictError,
     CorruptDataFileError,
     CorruptMetadataError,
     InvalidArgumentError,
 )
+from shoal.event_time.strategy import event_time_compaction
 from shoal.format.data_file import DataFileMeta
 from shoal.format.snapshot import CommitKind, Snapshot
 from shoal.io import bounded_map, cpu_parallelism
+from shoal.primary_key.runs import CompactStrategy, CompactUnit, sorted_runs
+from shoal.write.commit import CommitRequest, FileStoreCommit, compaction_since
+from shoal.write.files import CommitMessage
 
 logger = logging.getLogger(__name__)
 

@@ -13,12 +13,12 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from shoal.compaction.runs import CompactUnit, EventTimeSplit
-from shoal.core.levels import run_paths, sorted_runs
-from shoal.core.merge import BucketMerger
 from shoal.core.store import FileStore
-from shoal.core.write import CommitMessage, RollingFileWriter, write_all
 from shoal.format.data_file import FILE_SOURCE_COMPACT, DataFileMeta
+from shoal.primary_key.levels import run_paths, sorted_runs
+from shoal.primary_key.merge import BucketMerger
+from shoal.primary_key.runs import CompactUnit, EventTimeSplit
+from shoal.write.files import CommitMessage, RollingFileWriter, write_all
 
 
 def rewrite(

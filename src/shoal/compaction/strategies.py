@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shoal import options as O
-from shoal.compaction.runs import CompactStrategy, CompactUnit, SortedRun
 from shoal.errors import InvalidOptionError
 from shoal.options import Options
+from shoal.primary_key.runs import CompactStrategy, CompactUnit, SortedRun
 
 MAX_SIZE_AMPLIFICATION_PERCENT = O.COMPACTION_MAX_SIZE_AMPLIFICATION.key
 SIZE_RATIO = O.COMPACTION_SIZE_RATIO.key

@@ -71,17 +71,16 @@ from pyspark.sql.types import StructType
 from shoal.cleanup import expire as _expire
 from shoal.cleanup import orphans as _orphans
 from shoal.cleanup.expire import ExpireResult
-from shoal.cleanup.maintain import maintain
 from shoal.cleanup.orphans import OrphanFilesResult
-from shoal.compaction.compact import CompactResult, CompactTask, compact_with, run_task
-from shoal.core.commit import FileStoreCommit
+from shoal.compaction.compact import CompactResult, CompactTask, run_task
 from shoal.core.paths import PathFactory
 from shoal.core.schema_manager import SchemaManager
 from shoal.core.store import FileStore
-from shoal.core.write import CommitMessage
 from shoal.errors import InvalidArgumentError, ShoalError, TableNotFoundError
 from shoal.io import FileStatus, file_io_for
 from shoal.table import Table
+from shoal.transaction import Transaction
+from shoal.write.files import CommitMessage
 
 logger = logging.getLogger(__name__)
 
@@ -115,21 +114,15 @@ def compact(
     event_time_threshold: datetime | int | None = None,
 ) -> CompactResult:
     """Compact the primary-key table at ``table_path`` with one Spark task per group
-    of buckets and one COMPACT commit; the arguments are those of ``Table.compact``.
-    After the commit, the table's post-commit maintenance runs on the driver, as
-    after ``Table.compact``."""
+    of buckets and one COMPACT commit; the arguments are those of ``Table.compact``,
+    and so is everything but the rewrite (the same transaction, on the driver)."""
     store = _open_table(table_path)
     if not store.is_primary_key:
         raise InvalidArgumentError(
             f"compact needs a primary-key table; {table_path} is an append table"
         )
-    store.require_writable()
-    committer = FileStoreCommit(store)
     rewrite_all = partial(_rewrite_on_spark, spark, _StoreRef(store.uri, store.schema.id))
-    result = compact_with(store, committer, strategy, event_time_threshold, rewrite_all=rewrite_all)
-    if result.snapshot is not None:
-        maintain(store, committer)
-    return result
+    return Transaction(store).compact(strategy, event_time_threshold, rewrite_all=rewrite_all)
 
 
 def remove_orphan_files(

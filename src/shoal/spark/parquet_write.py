@@ -37,10 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
-from shoal.core.commit import WHOLE_TABLE, OverwriteScope
-from shoal.core.stats_collector import StatsCollector, footer_leaves
 from shoal.core.store import FileStore
-from shoal.core.write import CommitMessage, append_file_meta
 from shoal.errors import SchemaMismatchError, ShoalError, UnsupportedFeatureError
 from shoal.format import types as T
 from shoal.format.data_file import DataFileMeta
@@ -50,6 +47,9 @@ from shoal.spark.source_options import normalize_path, open_store
 from shoal.spark.types import spark_schema
 from shoal.spark.write import conformed_names
 from shoal.transaction import Transaction, written_scope
+from shoal.write.commit import WHOLE_TABLE, OverwriteScope
+from shoal.write.files import CommitMessage, append_file_meta
+from shoal.write.stats_collector import StatsCollector, footer_leaves
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

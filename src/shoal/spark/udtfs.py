@@ -38,8 +38,8 @@ from pyspark.sql.functions import udtf
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, UserDefinedTableFunction
 
-from shoal.compaction.freshness import Freshness
 from shoal.errors import InvalidArgumentError
+from shoal.event_time.freshness import Freshness
 from shoal.table import Table
 
 __all__ = [

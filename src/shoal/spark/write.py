@@ -35,21 +35,21 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from shoal.core import kv
-from shoal.core.bucket import assign_buckets
-from shoal.core.commit import WHOLE_TABLE, OverwriteScope
-from shoal.core.conform import conform
 from shoal.core.kv import KeyValueLayout
-from shoal.core.kv_write import KeyValueWriter, next_sequences
 from shoal.core.paths import data_file_path
 from shoal.core.scan import live_entries
 from shoal.core.store import FileStore
-from shoal.core.write import AppendWriter, CommitMessage, RollingFileWriter, write_all
 from shoal.errors import InvalidOptionError, SchemaMismatchError
 from shoal.format.data_file import DataFileMeta
 from shoal.format.snapshot import Snapshot
 from shoal.spark.read import table_columns
 from shoal.spark.source_options import OverwriteMode, SourceOptions, normalize_path, open_store
 from shoal.transaction import Sequencer, Transaction, written_scope
+from shoal.write.bucket import assign_buckets
+from shoal.write.commit import WHOLE_TABLE, OverwriteScope
+from shoal.write.conform import conform
+from shoal.write.files import AppendWriter, CommitMessage, RollingFileWriter, write_all
+from shoal.write.keyed import KeyValueWriter, next_sequences
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

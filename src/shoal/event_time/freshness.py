@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shoal.core.event_time import EventTimeBounds
-from shoal.core.freshness_watermark import (
+from shoal.core.scan import live_entries
+from shoal.core.store import FileStore
+from shoal.event_time.bounds import EventTimeBounds
+from shoal.event_time.watermark import (
     Bounds,
     backlog_by_bucket,
     state_from_properties,
     state_of,
     watermark_of,
 )
-from shoal.core.scan import live_entries
-from shoal.core.store import FileStore
 from shoal.format.manifest import ManifestEntry
 from shoal.format.snapshot import Snapshot
 

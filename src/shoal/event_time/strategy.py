@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from shoal import options as O
-from shoal.compaction.runs import CompactUnit, EventTimeSplit, SortedRun
-from shoal.core.event_time import EventTimeBounds, to_millis
 from shoal.core.store import FileStore
 from shoal.errors import InvalidOptionError
+from shoal.event_time.bounds import EventTimeBounds, to_millis
 from shoal.format.data_file import DataFileMeta
+from shoal.primary_key.runs import CompactUnit, EventTimeSplit, SortedRun
 
 Bounds = Callable[[DataFileMeta], "tuple[int, int] | None"]
 

@@ -21,15 +21,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from shoal.core import kv
-from shoal.core.bucket import assign_buckets
-from shoal.core.conform import conform, to_batches
 from shoal.core.kv import KeyValueLayout
-from shoal.core.stats_collector import StatsCollector
 from shoal.format import binary_row
 from shoal.format import types as T
 from shoal.format.data_file import FILE_SOURCE_APPEND, DataFileMeta
 from shoal.format.stats import EMPTY_STATS, SimpleStats
 from shoal.io import parallel_map
+from shoal.write.bucket import assign_buckets
+from shoal.write.conform import conform, to_batches
+from shoal.write.stats_collector import StatsCollector
 
 if TYPE_CHECKING:
     from shoal.core.store import FileStore

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from shoal.core.event_time import EventTimeBounds
-from shoal.core.freshness_watermark import backlog_by_bucket, watermark_of
 from shoal.core.paths import data_file_path
 from shoal.core.scan import live_entries, read_manifest_metas
 from shoal.errors import InvalidArgumentError
+from shoal.event_time.bounds import EventTimeBounds
+from shoal.event_time.watermark import backlog_by_bucket, watermark_of
 from shoal.format import binary_row
 from shoal.format import types as T
 from shoal.format.data_file import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from shoal.core.levels import SortedRun, sorted_runs
 from shoal.format.data_file import DataFileMeta
+from shoal.primary_key.levels import SortedRun, sorted_runs
 
 __all__ = ["CompactStrategy", "CompactUnit", "EventTimeSplit", "SortedRun", "sorted_runs"]
 

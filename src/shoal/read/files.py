@@ -16,11 +16,11 @@ import pyarrow.dataset as ds
 
 from shoal.core import predicate as P
 from shoal.core.kv import INSERT, UPDATE_AFTER, VALUE_KIND
-from shoal.core.levels import run_paths, sorted_runs
-from shoal.core.merge import BucketMerger
 from shoal.core.scan import DataSplit
 from shoal.errors import CorruptDataFileError
 from shoal.io import FileIO
+from shoal.primary_key.levels import run_paths, sorted_runs
+from shoal.primary_key.merge import BucketMerger
 
 if TYPE_CHECKING:
     from shoal.core.store import FileStore

@@ -18,12 +18,12 @@ import pyarrow.compute as pc
 
 from shoal import options as O
 from shoal.core import kv
-from shoal.core.conform import conform, to_batches
 from shoal.core.kv import KeyValueLayout, MergeSettings
-from shoal.core.merge import winners
 from shoal.core.scan import live_entries
-from shoal.core.write import CommitMessage, RollingFileWriter, split_rows, write_all
 from shoal.errors import SchemaMismatchError
+from shoal.primary_key.merge import winners
+from shoal.write.conform import conform, to_batches
+from shoal.write.files import CommitMessage, RollingFileWriter, split_rows, write_all
 
 if TYPE_CHECKING:
     from shoal.core.store import FileStore

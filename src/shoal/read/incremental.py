@@ -19,12 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from shoal.core.read import read_merged
 from shoal.core.scan import DataSplit, live_entries, make_splits
 from shoal.errors import InvalidArgumentError
 from shoal.format import manifest as M
 from shoal.format.manifest import ManifestEntry
 from shoal.format.snapshot import CommitKind, Snapshot
+from shoal.read.files import read_merged
 
 if TYPE_CHECKING:
     from shoal.core.store import FileStore

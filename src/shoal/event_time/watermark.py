@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from shoal.core.event_time import EventTimeBounds
 from shoal.core.scan import live_entries
+from shoal.event_time.bounds import EventTimeBounds
 from shoal.format import manifest as M
 from shoal.format.data_file import DataFileMeta
 from shoal.format.manifest import ManifestEntry

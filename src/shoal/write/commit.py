@@ -27,19 +27,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shoal import options as O
-from shoal.core.freshness_watermark import with_watermark
 from shoal.core.manifest_merge import merge_manifests
 from shoal.core.partition_time import refuse_expired_writes
 from shoal.core.scan import live_entries, read_manifest_metas
-from shoal.core.write import CommitMessage
 from shoal.errors import (
     CommitConflictError,
     CorruptMetadataError,
     SequenceConflictError,
 )
+from shoal.event_time.watermark import with_watermark
 from shoal.format import manifest as M
 from shoal.format.manifest import ManifestEntry, ManifestFileMeta
 from shoal.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from shoal.write.files import CommitMessage
 
 if TYPE_CHECKING:
     from shoal.core.store import FileStore

@@ -1,0 +1,1 @@
+"""Primary-key tables: merge-on-read of sorted runs, LSM levels."""
