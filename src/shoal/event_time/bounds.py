@@ -11,17 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shoal import options as O
+from shoal.core.store import FileStore
 from shoal.errors import InvalidArgumentError, InvalidOptionError
 from shoal.format import binary_row
 from shoal.format import types as T
 from shoal.format.data_file import DataFileMeta
 from shoal.format.schema import TableSchema
-
-if TYPE_CHECKING:
-    from shoal.core.store import FileStore
 
 EVENT_TIME_TYPES = (T.TIMESTAMP, T.TIMESTAMP_LTZ, T.DATE, T.BIGINT)
 # The bounds of a file whose event times are not known: earlier and later than any.

@@ -25,17 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from shoal.core.scan import live_entries
+from shoal.core.store import FileStore
 from shoal.event_time.bounds import EventTimeBounds
 from shoal.format import manifest as M
 from shoal.format.data_file import DataFileMeta
 from shoal.format.manifest import ManifestEntry
 from shoal.format.snapshot import Snapshot
-
-if TYPE_CHECKING:
-    from shoal.core.store import FileStore
 
 WATERMARK = "shoal.read-optimized-watermark"
 UNCOMPACTED_MIN = "shoal.uncompacted-min-event-time"

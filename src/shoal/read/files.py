@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -17,13 +16,11 @@ import pyarrow.dataset as ds
 from shoal.core import predicate as P
 from shoal.core.kv import INSERT, UPDATE_AFTER, VALUE_KIND
 from shoal.core.scan import DataSplit
+from shoal.core.store import FileStore
 from shoal.errors import CorruptDataFileError
 from shoal.io import FileIO
 from shoal.primary_key.levels import run_paths, sorted_runs
 from shoal.primary_key.merge import BucketMerger
-
-if TYPE_CHECKING:
-    from shoal.core.store import FileStore
 
 _FORMAT = ds.ParquetFileFormat()
 

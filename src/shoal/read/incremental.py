@@ -13,21 +13,18 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from shoal.core.scan import DataSplit, live_entries, make_splits
+from shoal.core.store import FileStore
 from shoal.errors import InvalidArgumentError
 from shoal.format import manifest as M
 from shoal.format.manifest import ManifestEntry
 from shoal.format.snapshot import CommitKind, Snapshot
 from shoal.read.files import read_merged
-
-if TYPE_CHECKING:
-    from shoal.core.store import FileStore
 
 
 @dataclass(frozen=True, slots=True)

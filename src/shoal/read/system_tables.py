@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from shoal.core.paths import data_file_path
 from shoal.core.scan import live_entries, read_manifest_metas
+from shoal.core.store import FileStore
 from shoal.errors import InvalidArgumentError
 from shoal.event_time.bounds import EventTimeBounds
 from shoal.event_time.watermark import backlog_by_bucket, watermark_of
@@ -18,9 +19,6 @@ from shoal.format import binary_row
 from shoal.format import types as T
 from shoal.format.data_file import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT
 from shoal.format.snapshot import Snapshot
-
-if TYPE_CHECKING:
-    from shoal.core.store import FileStore
 
 _MS = pa.timestamp("ms")
 

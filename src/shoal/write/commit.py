@@ -24,12 +24,12 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from shoal import options as O
 from shoal.core.manifest_merge import merge_manifests
 from shoal.core.partition_time import refuse_expired_writes
 from shoal.core.scan import live_entries, read_manifest_metas
+from shoal.core.store import FileStore
 from shoal.errors import (
     CommitConflictError,
     CorruptMetadataError,
@@ -40,9 +40,6 @@ from shoal.format import manifest as M
 from shoal.format.manifest import ManifestEntry, ManifestFileMeta
 from shoal.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from shoal.write.files import CommitMessage
-
-if TYPE_CHECKING:
-    from shoal.core.store import FileStore
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from shoal.core import kv
 from shoal.core.kv import KeyValueLayout
+from shoal.core.store import FileStore
 from shoal.format import binary_row
 from shoal.format import types as T
 from shoal.format.data_file import FILE_SOURCE_APPEND, DataFileMeta
@@ -30,10 +31,6 @@ from shoal.io import parallel_map
 from shoal.write.bucket import assign_buckets
 from shoal.write.conform import conform, to_batches
 from shoal.write.stats_collector import StatsCollector
-
-if TYPE_CHECKING:
-    from shoal.core.store import FileStore
-
 
 _PARALLEL_WRITE_BYTES = 8 << 20
 

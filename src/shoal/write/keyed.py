@@ -10,7 +10,7 @@ again and rewritten.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -20,14 +20,12 @@ from shoal import options as O
 from shoal.core import kv
 from shoal.core.kv import KeyValueLayout, MergeSettings
 from shoal.core.scan import live_entries
+from shoal.core.store import FileStore
 from shoal.errors import SchemaMismatchError
+from shoal.format.snapshot import Snapshot
 from shoal.primary_key.merge import winners
 from shoal.write.conform import conform, to_batches
 from shoal.write.files import CommitMessage, RollingFileWriter, split_rows, write_all
-
-if TYPE_CHECKING:
-    from shoal.core.store import FileStore
-    from shoal.format.snapshot import Snapshot
 
 BucketKey = tuple[bytes, int]
 
