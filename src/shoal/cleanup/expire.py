@@ -53,11 +53,12 @@ from functools import partial
 
 from shoal import options as O
 from shoal.cleanup.auto_tags import expire_tags
+from shoal.cleanup.clock import epoch_millis
+from shoal.cleanup.directories import ancestors, remove_empty_directories
 from shoal.core.paths import data_file_path
 from shoal.core.scan import live_entries
 from shoal.core.snapshot_manager import EARLIEST
 from shoal.core.store import FileStore
-from shoal.core.tag_manager import TagManager
 from shoal.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
@@ -134,15 +135,10 @@ class ExpireConfig:
         return ExpireConfig(
             retain_min=retain_min,
             retain_max=retain_max,
-            threshold_ms=_epoch_millis(threshold),
+            threshold_ms=epoch_millis(threshold),
             limit=max_deletes or options.get(O.SNAPSHOT_EXPIRE_LIMIT),
             clean_empty_directories=options.get(O.SNAPSHOT_CLEAN_EMPTY_DIRECTORIES),
         )
-
-
-def _epoch_millis(time: datetime) -> int:
-    """Epoch milliseconds of ``time``; naive means local time."""
-    return int(time.timestamp() * 1000)
 
 
 def expire_snapshots(
@@ -192,17 +188,10 @@ def _choose_end(store: FileStore, config: ExpireConfig, earliest: int, latest: i
     force_below = max(latest - config.retain_max + 1, earliest)
     end = min(latest - config.retain_min + 1, earliest + config.limit)
     for snapshot_id in range(force_below, end):
-        successor = _maybe_snapshot(store, snapshot_id + 1)
+        successor = store.snapshots.find(snapshot_id + 1)
         if successor is None or successor.time_millis >= config.threshold_ms:
             return snapshot_id
     return end
-
-
-def _maybe_snapshot(store: FileStore, snapshot_id: int) -> Snapshot | None:
-    try:
-        return store.snapshots.snapshot(snapshot_id)
-    except SnapshotNotFoundError:
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +224,7 @@ def _expire_until(
     delete: BulkDelete,
 ) -> ExpireResult:
     reads = store.file_io.concurrent_reads
-    found = io_map(lambda i: _maybe_snapshot(store, i), range(earliest, end + 1), concurrent=reads)
+    found = io_map(store.snapshots.find, range(earliest, end + 1), concurrent=reads)
     by_id = {s.id: s for s in found if s is not None}
     if end not in by_id:
         logger.info("snapshot %d is gone (expired concurrently?); nothing to do", end)
@@ -252,7 +241,7 @@ def _expire_until(
             leftovers,
             begin - 1,
         )
-    tags = TagManager(store.file_io, store.paths)
+    tags = store.tags
     for _ in range(3):
         tag_names = tags.names()
         tagged = sorted((s for _, s in tags.tags()), key=lambda s: s.id)
@@ -445,15 +434,8 @@ def _delete_some(delete: BulkDelete, paths: list[str]) -> int:
 
 def _remove_empty_directories(store: FileStore, bucket_dirs: set[str]) -> None:
     """Remove the bucket directories left empty, then their partition directories
-    up to the table root, deepest first (never a directory that is not empty)."""
-    file_io = store.file_io
-
-    def gone(directory: str) -> bool:
-        # Already absent counts as removed: a run stopped between a bucket and its
-        # partition directory must reach the partition directory when it runs again.
-        return file_io.remove_empty_dir(directory) or not file_io.exists(directory)
-
-    level = bucket_dirs
-    for _ in range(len(store.schema.partition_keys) + 1):
-        removed = [d for d in sorted(level, reverse=True) if gone(d)]
-        level = {d.rsplit("/", 1)[0] for d in removed}
+    up to the table root, deepest first (never a directory that is not empty). One
+    already gone counts as removed: a run stopped between a bucket and its partition
+    directory must reach the partition directory when it runs again."""
+    removable = {d for b in bucket_dirs for d in ancestors(b, store.root)}
+    remove_empty_directories(store.file_io, bucket_dirs, removable, missing_counts=True)

@@ -58,6 +58,8 @@ from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Protocol, TypeVar
 
+from shoal.cleanup.clock import epoch_millis
+from shoal.cleanup.directories import parent, remove_empty_directories
 from shoal.core.paths import BUCKET_PREFIX, SNAPSHOT_PREFIX, PathFactory
 from shoal.core.snapshot_manager import EARLIEST, LATEST, SnapshotManager
 from shoal.core.store import FileStore
@@ -66,7 +68,6 @@ from shoal.errors import (
     CorruptMetadataError,
     FileTimeError,
     InvalidArgumentError,
-    SnapshotNotFoundError,
 )
 from shoal.format.avro.strings import StringFinder
 from shoal.format.manifest import ListNameReader
@@ -107,7 +108,7 @@ class DataDirectories:
     def leaf_partitions(self) -> list[str]:
         """Partition directories holding neither a bucket nor a deeper partition: they
         may be empty, so cleanup tries to remove them."""
-        parents = {_parent(d.path) for d in (*self.buckets, *self.partitions)}
+        parents = {parent(d.path) for d in (*self.buckets, *self.partitions)}
         return [d.path for d in self.partitions if d.path not in parents]
 
 
@@ -116,30 +117,22 @@ def file_name(path: str) -> str:
     return path.rpartition("/")[2]
 
 
-def _parent(path: str) -> str:
-    return path.rsplit("/", 1)[0]
-
-
 # --- the threshold ---------------------------------------------------------------------------
 def threshold_millis(older_than: datetime | None, now: datetime | None = None) -> int:
     """Epoch milliseconds below which a file is old enough to delete (naive datetimes
     are local time). Raises InvalidArgumentError for a threshold after ``now``."""
     if older_than is not None and not isinstance(older_than, datetime):
         raise InvalidArgumentError(f"older_than must be a datetime, not {older_than!r}")
-    now_ms = _epoch_millis(now or datetime.now())
+    now_ms = epoch_millis(now or datetime.now())
     if older_than is None:
         return now_ms - int(DEFAULT_AGE.total_seconds() * 1000)
-    threshold = _epoch_millis(older_than)
+    threshold = epoch_millis(older_than)
     if threshold > now_ms:
         raise InvalidArgumentError(
             f"older_than ({older_than}) lies in the future: the files of commits in flight "
             "would be deleted. Give a time in the past, such as now minus one day"
         )
     return threshold
-
-
-def _epoch_millis(time: datetime) -> int:
-    return int(time.timestamp() * 1000)
 
 
 # --- step 1: candidates ----------------------------------------------------------------------
@@ -242,25 +235,11 @@ def table_roots(store: FileStore) -> list[Snapshot]:
 
 
 def _roots_of(file_io: FileIO, snapshots: SnapshotManager, paths: PathFactory) -> list[Snapshot]:
-    found = io_map(
-        _maybe_snapshot(snapshots), snapshots.list_ids(), concurrent=file_io.concurrent_reads
-    )
+    found = io_map(snapshots.find, snapshots.list_ids(), concurrent=file_io.concurrent_reads)
     roots = [s for s in found if s is not None]
     roots.extend(s for _, s in TagManager(file_io, paths).tags())
     roots.extend(_changelogs(file_io, f"{paths.root}/changelog"))
     return roots
-
-
-def _maybe_snapshot(snapshots: SnapshotManager) -> Callable[[int], Snapshot | None]:
-    """Read a snapshot by id; None when it expired since the directory was listed."""
-
-    def read(snapshot_id: int) -> Snapshot | None:
-        try:
-            return snapshots.snapshot(snapshot_id)
-        except SnapshotNotFoundError:
-            return None
-
-    return read
 
 
 def _changelogs(file_io: FileIO, directory: str) -> list[Snapshot]:
@@ -441,7 +420,7 @@ class Sweep:
         unused = [c for c in old if c.path.rpartition("/")[2] not in used]
         if not self.protected_dirs:
             return unused
-        return [c for c in unused if _parent(c.path) not in self.protected_dirs]
+        return [c for c in unused if parent(c.path) not in self.protected_dirs]
 
     def __call__(
         self, file_io: FileIO, candidates: Iterable[FileStatus], used: Set[str] = frozenset()
@@ -484,30 +463,6 @@ def _delete_in_batches(file_io: FileIO, files: list[FileStatus]) -> list[FileSta
 
 
 # --- step 4: empty directories ---------------------------------------------------------------
-def remove_empty_directories(
-    file_io: FileIO, directories: Iterable[str], removable: Set[str]
-) -> list[str]:
-    """Remove those of ``directories`` that are empty, deepest first, and then each
-    parent left empty, as long as it is in ``removable``; returns what was removed.
-
-    Removal is non-recursive and fails on a directory that is not empty, so a file
-    written meanwhile is never lost with its directory.
-    """
-    pending = {d for d in directories if d in removable}
-    removed: list[str] = []
-    while pending:
-        depth = max(d.count("/") for d in pending)
-        level = sorted(d for d in pending if d.count("/") == depth)
-        pending.difference_update(level)
-        removed_now = io_map(file_io.remove_empty_dir, level, concurrent=file_io.concurrent_deletes)
-        for directory, ok in zip(level, removed_now, strict=True):
-            if ok:
-                removed.append(directory)
-                if _parent(directory) in removable:
-                    pending.add(_parent(directory))
-    return removed
-
-
 def remove_emptied_directories(
     store: FileStore,
     data: DataDirectories,
@@ -522,7 +477,7 @@ def remove_emptied_directories(
     removable = {d.path for d in older((*data.buckets, *data.partitions), threshold_ms)}
     removable.discard(store.root)
     bucket_paths = {b.path for b in data.buckets}
-    touched = {_parent(p) for p in deleted_paths} & bucket_paths
+    touched = {parent(p) for p in deleted_paths} & bucket_paths
     tried = touched | set(empty_buckets) | set(data.leaf_partitions())
     return remove_empty_directories(store.file_io, tried, removable)
 
