@@ -2,50 +2,18 @@
 
     df = spark.read.format("shoal").load(table_path)
     df = spark.read.format("shoal").option("scan.tag-name", "v1").load(table_path)
-    df = spark.read.format("shoal").option("columns", "id,name").load(table_path)
-    df.write.format("shoal").mode("append").save(table_path)      # or "overwrite"
+    df.write.format("shoal").mode("append").save(table_path)
 
-Installing shoal installs the ``pyspark_shoal`` module, which Spark finds by itself,
-so ``format("shoal")`` works in any session; :func:`register` does it explicitly and
-tells the source the session's default parallelism (otherwise it assumes the cores of
-the machine that plans a read).
-
-Read options: ``scan.snapshot-id`` or Spark's ``versionAsOf``, ``scan.tag-name``,
-``scan.timestamp-millis`` or Spark's ``timestampAsOf`` (an ISO 8601 time with its
-offset) (time travel, at most one), ``incremental-between`` (two snapshot ids ``3,7``
-or two tag names ``v1,v2``), ``read-optimized``, ``columns`` (a projection: Spark's
-Python sources cannot prune columns themselves; a user schema such as
-``.schema("id bigint, name string")`` does the same), ``filter`` (rows of the table
-that the DataFrame holds, e.g. ``"dt = '2026-11-01' and id > 10"``: it prunes
-partitions and files and filters rows exactly), ``source.split.target-size`` and
-``source.split.open-file-cost`` (how much data one Spark task reads at most; a table
-with enough data is read in at least as many tasks as the default parallelism, of
-about equal size).
-
-Spark's own filter pushdown (``filter-pushdown``) is refused: Spark (4.3, as measured)
-keeps the read plan that a Python source made with pushed filters on the DataFrame
-that planned it and reuses it for a later query on that DataFrame that pushes no
-filter, and for the other side of a self-join or union, which would then return only
-the earlier filter's rows. Spark applies every filter itself after the read; the
-``filter`` option prunes instead, for every query on the DataFrame alike. A DataFrame
-or view keeps reading the snapshot its first query planned; load again to see later
-commits.
-
-Write options: ``partitionOverwriteMode`` (``static``: ``mode("overwrite")`` replaces
-the whole table; ``dynamic``: only the partitions present in the data; shoal's
-``dynamic-partition-overwrite=true`` means ``dynamic``). A partitioned table refuses
-an overwrite that names neither, since Spark hands a Python source neither its session
-setting ``spark.sql.sources.partitionOverwriteMode`` nor the mode it implies.
-``write-buffer-size``: Arrow bytes a task gathers before writing them (default 64 mb).
-Append to a primary-key table is an upsert. Every Spark write is one snapshot,
-followed by at most one COMPACT snapshot when a primary-key bucket reaches
-``num-sorted-run.compaction-trigger`` (unless ``write-only``), as for
-``Table.upsert``. Any other option is refused, with the nearest known one.
-
-SQL: a temporary view (``CREATE TEMPORARY VIEW v USING shoal OPTIONS (path '...')``)
-reads and takes ``INSERT INTO`` / ``INSERT OVERWRITE``; per-query options go in
-``WITH (...)``. Spark's session catalog does not pass a table's stored options to a
-Python source, so for a catalog table use :func:`register_table`.
+Installing shoal installs the ``pyspark_shoal`` module, which Spark finds by itself;
+:func:`register` does it explicitly and tells the source the session's default
+parallelism. The options it reads (and refuses) are in ``source_options`` and, for
+users, in docs/spark.md. Two limits of Spark's Python Data Source API shape them:
+Spark reuses a read plan made with pushed filters for later queries on the same
+DataFrame, so the source takes no pushed filters (the ``filter`` option prunes
+instead); and it hands a Python source neither its session's
+``partitionOverwriteMode`` nor the mode it implies, so an overwrite of a partitioned
+table must name its mode. Spark's session catalog does not pass a table's stored
+options to a Python source: :func:`register_table` binds a catalog table to a path.
 """
 
 from __future__ import annotations

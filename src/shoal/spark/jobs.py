@@ -1,53 +1,25 @@
 """Compaction, orphan cleanup and snapshot expiration as Spark jobs.
 
-Each job runs the single-process implementation's own code: planning and every
-decision stay on the driver, in the functions ``Table.compact``,
-``Table.remove_orphan_files`` and ``Table.expire_snapshots`` use; only the steps
-whose cost grows with the table's files run in Spark tasks (rewriting buckets,
-reading manifests, listing directories, deleting files). The results equal those of
-the table methods on the same table.
+Each job runs the single-process operation itself, with only the steps whose cost
+grows with the table's files in Spark tasks; planning, every decision and the commit
+stay on the driver, so the results equal those of the table methods:
 
-- :func:`compact` plans on the driver against the latest snapshot; the buckets to
-  rewrite are packed into groups of about equal input bytes, each group is one task
-  that rewrites its buckets and returns their commit messages, and the driver makes
-  the one COMPACT commit (an event-time compaction is exclusive, as in
-  ``Table.compact``). A commit that loses to a concurrent one is planned and
-  rewritten again, as on one machine.
-- :func:`remove_orphan_files` runs ``maintenance.orphans.remove_orphan_files`` with
-  an executor of Spark tasks, in the shape of Paimon's ``SparkOrphanFilesClean``: the
-  run reads the roots (snapshots, tags, changelogs, branches) on the driver and
-  decides the directories, the threshold and what is never touched; the candidate
-  directories are listed in tasks and the manifest lists read in tasks, for names
-  only; the manifests the roots reach are read in tasks too, and a DataFrame
-  ``left_anti`` join on the file name keeps the candidates nothing names; the run's
-  sweep (the choice and the deletes) runs in tasks, one directory's files in one
-  task; the empty directories go last, on the driver.
-  The join runs in the JVM on Arrow-fed columns: Spark picks a broadcast or a
-  sort-merge join by size and spills when the history's names do not fit in
-  memory, while an ``RDD.subtract`` would pickle every name through Python workers
-  on both sides of its shuffle.
-- :func:`expire_snapshots` runs ``maintenance.expire.expire_snapshots`` with a
-  deleter of Spark tasks: the run plans on the driver; the data files, then the
-  manifests, then the manifest lists are deleted in batches in tasks, each batch a
-  job that ends before the next begins; the snapshot files (oldest first) and the
-  ``EARLIEST`` hint follow on the driver.
-- :func:`expire_partitions` runs on the driver: it is one OVERWRITE commit of
-  DELETE entries, which reads the live entries' metadata and deletes no file, so
-  there is nothing to hand out, and a commit is made by one process.
+- :func:`compact` runs the table's transaction with the bucket rewrites in tasks
+  (groups of about equal input bytes);
+- :func:`remove_orphan_files` runs ``cleanup.orphans.remove_orphan_files`` with an
+  executor of tasks: directories listed, manifests read and the sweep run in tasks,
+  and a DataFrame ``left_anti`` join on the file name in between (it spills where
+  the history's names do not fit in memory);
+- :func:`expire_snapshots` runs ``cleanup.expire.expire_snapshots`` with a deleter
+  of tasks, batch after batch in the same order as on one machine;
+- :func:`expire_partitions` is one commit, on the driver.
 
-How the work reaches the tasks: a job packs its items into at most
-twice ``spark.default.parallelism`` groups (a Python task costs about 30 ms, so a few
-well-filled tasks beat one per item), and runs one task per group:
-``spark.range(n, numPartitions=n)`` joined with a broadcast table of the pickled
-groups gives task ``i`` exactly group ``i``, and only that group crosses into
-Python. The jobs use the DataFrame API only (no RDDs; the SparkContext only for the
-default parallelism). A task opens the table itself from its path (made absolute on
-the driver) and the job's schema id.
-
-Errors: a ``ShoalError`` raised in a task (a corrupt manifest, a corrupt data file)
-comes back as a row and is raised again on the driver with its own class, so
-callers catch the same exceptions as with the table methods. Nothing is deleted or
-committed before every task of the reading steps has succeeded.
+A job packs its items into at most twice ``spark.default.parallelism`` groups (a
+Python task costs about 30 ms) and runs one task per group: ``spark.range(n,
+numPartitions=n)`` joined with a broadcast table of the pickled groups gives task
+``i`` exactly group ``i``. A ``ShoalError`` raised in a task comes back as a row and
+is raised again on the driver with its own class. Nothing is deleted or committed
+before every task of the reading steps has succeeded.
 """
 
 from __future__ import annotations
