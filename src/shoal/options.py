@@ -1,9 +1,10 @@
-"""Every table option shoal understands, declared once with its type and default.
+"""Every table option shoal implements, declared once with its type and default.
 
 The keys are on-disk format: they live in the schema file's ``options`` map and
 are shared with Apache Paimon, so they are spelled exactly as Paimon spells them
-(a test pins them). Options shoal does not know are kept and passed through
-untouched, so a Paimon table with engine-specific options still opens.
+(a test pins them). What shoal does with the keys it does not implement (a table
+written by Paimon's engines keeps them; a user setting one is refused) is
+:mod:`shoal.features` and :mod:`shoal.option_keys`.
 """
 
 from __future__ import annotations
