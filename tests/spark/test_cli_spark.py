@@ -12,13 +12,11 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner, Result
-from pyspark.sql import SparkSession
 
 import shoal
-from shoal.cli import cli
 from shoal.cli.demo_data import generate
 from shoal.cli.demo_run import DemoConfig
+from tests.spark.cli_runs import run, run_json
 
 pytestmark = pytest.mark.spark
 
@@ -33,20 +31,8 @@ SCHEMA = pa.schema(
 
 
 @pytest.fixture(autouse=True)
-def _session(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The commands reuse the session that exists (the suite's) instead of starting one."""
-    monkeypatch.delenv("SHOAL_WAREHOUSE", raising=False)
-    monkeypatch.delenv("SHOAL_OUTPUT", raising=False)
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
-def run_json(*args: str) -> Any:
-    result = run(*args, "--output", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+def _session(cli_session: None) -> None:
+    """Every command here runs on the suite's session."""
 
 
 def data(ids: list[int], dt: str = "2026-11-01", tag: str = "a") -> pa.Table:

@@ -14,13 +14,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 from pyspark.sql import SparkSession
 
 import shoal
-from shoal.cli import cli
 from shoal.cli.ingest import ingest_files
 from shoal.spark.source_files import SourceRead
+from tests.spark.cli_runs import run, run_json
 
 pytestmark = pytest.mark.spark
 
@@ -30,20 +30,8 @@ SCHEMA = pa.schema(
 
 
 @pytest.fixture(autouse=True)
-def _session(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The commands reuse the suite's session instead of starting one."""
-    monkeypatch.delenv("SHOAL_WAREHOUSE", raising=False)
-    monkeypatch.delenv("SHOAL_OUTPUT", raising=False)
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
-def run_json(*args: str) -> Any:
-    result = run(*args, "--output", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+def _session(cli_session: None) -> None:
+    """Every command here runs on the suite's session."""
 
 
 def failed(result: Result) -> str:
