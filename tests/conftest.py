@@ -90,3 +90,10 @@ def catalog(warehouse: str) -> shoal.Catalog:
 @pytest.fixture
 def events_table(catalog: shoal.Catalog) -> shoal.Table:
     return catalog.create_table("db.events", EVENTS_SCHEMA, partition_keys=["dt"])
+
+
+@pytest.fixture
+def no_shoal_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands run with no warehouse or output format from the environment."""
+    monkeypatch.delenv("SHOAL_WAREHOUSE", raising=False)
+    monkeypatch.delenv("SHOAL_OUTPUT", raising=False)

@@ -8,13 +8,12 @@ import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import click
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 import shoal
 from shoal import errors as E
@@ -22,6 +21,7 @@ from shoal.cli import cli
 from shoal.cli.demo_data import StreamConfig, generate
 from shoal.cli.exit_codes import exit_code_for
 from shoal.cli.parsing import parse_filter, parse_schema, parse_time
+from tests.cli_runs import run, run_json
 
 SCHEMA = pa.schema([
     pa.field("dt", pa.string(), nullable=False),
@@ -47,11 +47,6 @@ def rows(ids: list[int], dt: str = "2026-11-01", hour: int = 1) -> pa.Table:
     )
 
 
-@pytest.fixture(autouse=True)
-def _no_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SHOAL_WAREHOUSE", raising=False)
-    monkeypatch.delenv("SHOAL_OUTPUT", raising=False)
-
 
 @pytest.fixture
 def wh(tmp_path: Path) -> str:
@@ -74,14 +69,6 @@ def ms(when: datetime) -> int:
     return int(when.replace(tzinfo=UTC).timestamp() * 1000)
 
 
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
-def run_json(*args: str) -> Any:
-    result = run(*args, "--output", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 # --- help -------------------------------------------------------------------------------------

@@ -10,18 +10,11 @@ import shlex
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
 import shoal
-from shoal.cli import cli
 from shoal.cli.exit_codes import CORRUPT
+from tests.cli_runs import run
 from tests.conftest import EVENTS_SCHEMA, events
-
-
-@pytest.fixture(autouse=True)
-def _no_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SHOAL_WAREHOUSE", raising=False)
-    monkeypatch.delenv("SHOAL_OUTPUT", raising=False)
 
 
 @pytest.fixture
@@ -37,9 +30,6 @@ def table(wh: str) -> shoal.Table:
         created.append(events(range(i * 10, i * 10 + 3)))
     return created
 
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def damage(table: shoal.Table, snapshot_id: int, how: str = "truncated") -> Path:

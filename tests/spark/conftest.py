@@ -33,8 +33,5 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 
 
 @pytest.fixture
-def cli_session(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Commands run in this process reuse the suite's session instead of starting one,
-    with no warehouse or output format from the environment."""
-    monkeypatch.delenv("SHOAL_WAREHOUSE", raising=False)
-    monkeypatch.delenv("SHOAL_OUTPUT", raising=False)
+def cli_session(spark: SparkSession, no_shoal_environment: None) -> None:
+    """Commands run in this process reuse the suite's session instead of starting one."""

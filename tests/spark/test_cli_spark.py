@@ -16,7 +16,7 @@ import pytest
 import shoal
 from shoal.cli.demo_data import generate
 from shoal.cli.demo_run import DemoConfig
-from tests.spark.cli_runs import run, run_json
+from tests.cli_runs import run, run_json
 
 pytestmark = pytest.mark.spark
 

@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 import shoal
 from shoal.cli.ingest import ingest_files
 from shoal.spark.source_files import SourceRead
-from tests.spark.cli_runs import run, run_json
+from tests.cli_runs import run, run_json
 
 pytestmark = pytest.mark.spark
 

@@ -53,16 +53,22 @@ def store_timeout(environ: Mapping[str, str] | None = None) -> float:
     text = env.get(STORE_TIMEOUT_ENV, "").strip()
     if not text:
         return DEFAULT_STORE_TIMEOUT
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = float("nan")
-    if not 0 < seconds < float("inf"):
+    seconds = positive_seconds(text)
+    if seconds is None:
         raise InvalidArgumentError(
             f"{STORE_TIMEOUT_ENV}={text!r}: give the time limit for reaching an object store "
             f"as a positive number of seconds, such as {DEFAULT_STORE_TIMEOUT:g}"
         )
     return seconds
+
+
+def positive_seconds(text: str) -> float | None:
+    """``text`` as a finite, positive number of seconds; None when it is not one."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        return None
+    return seconds if 0 < seconds < float("inf") else None
 
 
 def reach(key: Hashable, connect: Callable[[], V], *, store: str, check: str, timeout: float) -> V:

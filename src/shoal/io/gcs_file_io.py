@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pyarrow.fs as pafs
 
 from shoal.errors import InvalidArgumentError, StoreUnreachableError
-from shoal.io.connect import reach, store_timeout
+from shoal.io.connect import positive_seconds, reach, store_timeout
 from shoal.io.file_io import FileIO
 
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
@@ -122,11 +122,8 @@ def gcs_options(uri: str, environ: Mapping[str, str] | None = None) -> tuple[Gcs
 def _seconds(text: str | None, uri: str) -> float | None:
     if text is None:
         return None
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = float("nan")
-    if not 0 < seconds < float("inf"):
+    seconds = positive_seconds(text)
+    if seconds is None:
         raise InvalidArgumentError(
             f"{uri!r}: retry_limit_seconds must be a positive number of seconds"
         )

@@ -1,5 +1,5 @@
-"""Running the ``shoal`` command in the suite's process (on the suite's SparkSession,
-with the ``cli_session`` fixture of ``conftest.py``)."""
+"""Running the ``shoal`` command in the suite's process, with no warehouse or output
+format taken from the environment (the ``no_shoal_environment`` fixture)."""
 
 from __future__ import annotations
 
