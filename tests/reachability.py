@@ -9,7 +9,7 @@ import pyarrow as pa
 
 import shoal
 from shoal.core.paths import data_file_path
-from shoal.core.scan import live_entries, read_manifest_metas
+from shoal.core.plan import live_entries, read_manifest_metas
 from shoal.core.tag_manager import TagManager
 from shoal.format.snapshot import Snapshot
 

@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("shoal.read",),
     ("shoal.compaction",),
     ("shoal.cleanup",),
-    ("shoal.transaction",),
+    ("shoal.transaction", "shoal.scan"),
     ("shoal.table",),
     ("shoal.catalog",),
     ("shoal",),  # the package's face: the public names
@@ -36,7 +36,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("shoal.cli",),
 )
 # Side by side on one layer, and apart.
-APART = (("shoal.format", "shoal.io"), ("shoal.format", "shoal.option_keys"))
+APART = (
+    ("shoal.format", "shoal.io"),
+    ("shoal.format", "shoal.option_keys"),
+    ("shoal.transaction", "shoal.scan"),
+)
 # Imports inside functions, each of a module that needs an optional dependency.
 LOCAL_IMPORTS = {
     ("shoal.cli", "shoal.spark"),  # pyspark: commands that run no Spark start without it
@@ -154,6 +158,24 @@ def test_modules_stay_small() -> None:
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert not large
+
+
+def _mapped() -> set[str]:
+    """The packages and modules that ARCHITECTURE.md's table names, as ``shoal/...``."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    return {
+        line.split("`")[1].rstrip("/")
+        for line in text.splitlines()
+        if line.startswith(("| `shoal/", "| `pyspark_shoal"))
+    }
+
+
+def test_the_map_names_every_package_and_module() -> None:
+    package = SRC / "shoal"
+    modules = {f"shoal/{p.name}" for p in package.glob("*.py") if p.name != "__init__.py"}
+    inits = package.glob("**/__init__.py")
+    packages = {str(p.parent.relative_to(SRC)) for p in inits if p.parent != package}
+    assert _mapped() == modules | packages | {"pyspark_shoal"}
 
 
 def test_the_checks_see_what_they_look_for() -> None:

@@ -11,7 +11,7 @@ from shoal.catalog import Catalog
 from shoal.cleanup.expire import ExpireResult
 from shoal.cleanup.orphans import OrphanFilesResult
 from shoal.compaction.compact import CompactResult
-from shoal.core.scan import DataSplit
+from shoal.core.plan import DataSplit
 from shoal.errors import (
     CommitConflictError,
     CorruptDataFileError,
@@ -40,7 +40,8 @@ from shoal.errors import (
 from shoal.event_time.freshness import Freshness
 from shoal.format.snapshot import Snapshot
 from shoal.format.tag import Tag
-from shoal.table import Scan, Table
+from shoal.scan import Scan
+from shoal.table import Table
 
 __version__ = "0.1.0"
 

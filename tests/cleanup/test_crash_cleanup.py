@@ -36,7 +36,7 @@ import pytest
 
 import shoal
 from shoal.core.paths import data_file_path
-from shoal.core.scan import read_manifest_metas
+from shoal.core.plan import read_manifest_metas
 from shoal.errors import ShoalError, TagNotFoundError
 from shoal.format import manifest as M
 from shoal.io import parallel_map

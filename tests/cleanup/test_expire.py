@@ -346,7 +346,7 @@ def test_extra_files_go_with_their_data_file(tmp_path: Path) -> None:
     t.append(events([1]))
     store = t._store
     # Give the first file an extra file, as a writer of file indexes would.
-    entry = shoal.core.scan.live_entries(store, t.latest_snapshot())[0]
+    entry = shoal.core.plan.live_entries(store, t.latest_snapshot())[0]
     bucket_dir = store.paths.bucket_dir(store.partitions.path(entry.partition), entry.bucket)
     extra = Path(bucket_dir) / f"{entry.file.file_name}.index"
     extra.write_bytes(b"index")

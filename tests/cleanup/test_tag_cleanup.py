@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import shoal
-from shoal.core.scan import live_entries
+from shoal.core.plan import live_entries
 from tests.conftest import events
 
 

@@ -10,7 +10,7 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
 
 import shoal
-from shoal.core.scan import live_entries, read_manifest_metas
+from shoal.core.plan import live_entries, read_manifest_metas
 from tests.conftest import EVENTS_SCHEMA, events
 
 DAYS = ["2026-11-01", "2026-11-02"]

@@ -24,7 +24,7 @@ import pytest
 import shoal
 from shoal.compaction.compact import compact as run_compaction
 from shoal.compaction.strategies import FullCompaction
-from shoal.core.scan import live_entries
+from shoal.core.plan import live_entries
 from shoal.event_time.strategy import event_time_compaction
 from tests.reachability import reachable, stored
 

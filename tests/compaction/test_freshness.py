@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import shoal
-from shoal.core.scan import live_entries
+from shoal.core.plan import live_entries
 from shoal.event_time import watermark as FW
 from shoal.event_time.bounds import EventTimeBounds
 from shoal.event_time.freshness import freshness

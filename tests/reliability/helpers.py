@@ -20,7 +20,7 @@ import pyarrow as pa
 import shoal
 from shoal.cleanup.orphans import OrphanFilesResult
 from shoal.core.paths import data_file_path
-from shoal.core.scan import live_entries, read_manifest_metas
+from shoal.core.plan import live_entries, read_manifest_metas
 from shoal.core.snapshot_manager import EARLIEST, LATEST
 from shoal.errors import ShoalError
 from shoal.format.snapshot import Snapshot

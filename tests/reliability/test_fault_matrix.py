@@ -43,7 +43,7 @@ from pathlib import Path
 import pytest
 
 import shoal
-from shoal.core.scan import live_entries
+from shoal.core.plan import live_entries
 from shoal.core.tag_manager import TagManager
 from shoal.table import Table
 from tests.faults import WRITES, Crash, FaultyFileIO

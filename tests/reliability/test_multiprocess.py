@@ -24,7 +24,7 @@ the appends up to ``n``; ``keyed`` at ``n`` is the upserts and deletes up to ``n
 - every snapshot of each table was committed by a process that reported it, and
   the final rows are exactly what the reported commits wrote;
 - every read returned exactly the rows of the snapshot it says it read;
-- no read of the latest snapshot failed (the rule of ``shoal.table.Scan``:
+- no read of the latest snapshot failed (the rule of ``shoal.scan.Scan``:
   one whose snapshot expires under it plans again), and the slow reads did plan
   again, or raised SnapshotNotFoundError for a snapshot asked for by id;
 - every snapshot and tag left reads its rows, and every file they reach is there.

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import shoal
 from shoal.core.paths import data_file_path
-from shoal.core.scan import live_entries
+from shoal.core.plan import live_entries
 from shoal.errors import SchemaMismatchError, UnsupportedFeatureError
 from shoal.io import LocalFileIO
 from shoal.spark import write_parquet, write_table

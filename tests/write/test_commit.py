@@ -125,7 +125,7 @@ def test_deleting_a_file_twice_is_a_conflict(events_table: shoal.Table) -> None:
 
 
 def _live(table: shoal.Table) -> list[M.ManifestEntry]:
-    from shoal.core.scan import live_entries
+    from shoal.core.plan import live_entries
 
     return live_entries(table._store, table.latest_snapshot())
 
@@ -218,7 +218,7 @@ def test_a_commit_reads_only_the_manifests_of_its_partitions(catalog: shoal.Cata
 
 
 def test_live_entries_of_some_partitions_match_a_filter_by_them(catalog: shoal.Catalog) -> None:
-    from shoal.core.scan import live_entries
+    from shoal.core.plan import live_entries
 
     table = catalog.create_table(
         "db.t", EVENTS_SCHEMA, partition_keys=["dt"],

@@ -56,7 +56,7 @@ from shoal.cleanup.auto_tags import expire_tags
 from shoal.cleanup.clock import epoch_millis
 from shoal.cleanup.directories import ancestors, remove_empty_directories
 from shoal.core.paths import data_file_path
-from shoal.core.scan import live_entries
+from shoal.core.plan import live_entries
 from shoal.core.snapshot_manager import EARLIEST
 from shoal.core.store import FileStore
 from shoal.errors import (

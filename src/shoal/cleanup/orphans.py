@@ -35,16 +35,9 @@ Safety rules:
 - shoal does not decode index manifests, so while any root names one, the files in
   ``index/`` all stay.
 
-One run is one sequence, :func:`remove_orphan_files`, wherever it runs. It makes
-every decision above (the threshold, the directories, the roots and what they reach,
-which files go, the order) and hands the steps whose cost grows with the table's files
-to an :class:`OrphanExecutor`: listing the directories, reading the manifest lists,
-and sweeping the candidates, that is finding those no root names and running a
-:class:`Sweep` over them (the choice and the deletes, the same code wherever it runs).
-:class:`ThreadExecutor` runs them in this process on the I/O pool; the Spark job
-(``shoal.spark.jobs.remove_orphan_files``) runs them in Spark tasks. The steps are
-plain functions of picklable values (paths, names, ``FileStatus``, ``Snapshot``)
-plus the table's ``FileStore`` or ``FileIO``, so an executor can run them anywhere.
+One run is one sequence, :func:`remove_orphan_files`, wherever it runs; an
+:class:`OrphanExecutor` (threads here, Spark tasks in ``shoal.spark.jobs``) runs only
+the steps whose cost grows with the table's files, on picklable values.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from shoal.core.partition_time import (
     is_expired,
     local_naive,
 )
-from shoal.core.scan import live_entries
+from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
 from shoal.errors import CommitConflictError, CorruptMetadataError, InvalidArgumentError
 from shoal.format.data_file import DataFileMeta

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 
 from shoal.core.paths import data_file_path
-from shoal.core.scan import live_entries, read_manifest_metas
+from shoal.core.plan import live_entries, read_manifest_metas
 from shoal.core.store import FileStore
 from shoal.errors import (
     CorruptMetadataError,

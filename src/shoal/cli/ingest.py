@@ -27,6 +27,7 @@ from shoal.cli.sparkio import (
     spark_session,
     write_dataframe,
 )
+from shoal.format.snapshot import CommitKind
 from shoal.table import Table
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def ingest_files(
     nulled = read.nulled_values()
     first = before.id + 1 if before is not None else 1
     new = [s for s in table.snapshots() if s.id >= first]
-    written = sum(s.delta_record_count or 0 for s in new if s.commit_kind != "COMPACT")
+    written = sum(s.delta_record_count or 0 for s in new if s.commit_kind != CommitKind.COMPACT)
     return IngestResult(
         tuple(s.id for s in new), written, dict(nulled.columns), nulled.malformed_records
     )

@@ -39,7 +39,7 @@ from shoal import options as O
 from shoal.compaction.rewrite import rewrite
 from shoal.compaction.strategies import strategy_for
 from shoal.core.paths import data_file_path
-from shoal.core.scan import live_entries
+from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
 from shoal.errors import (
     CommitConflictError,

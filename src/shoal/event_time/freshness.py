@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shoal.core.scan import live_entries
+from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
 from shoal.event_time.bounds import EventTimeBounds
 from shoal.event_time.watermark import (

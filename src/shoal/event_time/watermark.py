@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from shoal.core.scan import live_entries
+from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
 from shoal.event_time.bounds import EventTimeBounds
 from shoal.format import manifest as M

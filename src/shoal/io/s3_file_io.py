@@ -25,23 +25,9 @@ Two clients share the work:
   "directory marker" objects to imitate directories; shoal uses neither: object
   stores have no directories, and nothing needs them.
 
-Configuration is the usual AWS one, read when :func:`s3_file_io_for` first sees it:
-
-- endpoint: ``AWS_ENDPOINT_URL_S3``, else ``AWS_ENDPOINT_URL`` (a custom endpoint such
-  as ``http://localhost:9000`` for MinIO is addressed path-style); else AWS;
-- region: ``AWS_REGION``, else ``AWS_DEFAULT_REGION``; else the bucket's own region
-  (looked up once), or ``us-east-1`` with a custom endpoint;
-- credentials: each SDK's default chain (``AWS_ACCESS_KEY_ID``,
-  ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_PROFILE`` and the shared
-  files, instance roles), or given explicitly in :class:`S3Options`;
-- how long to wait: the store time limit ``SHOAL_STORE_TIMEOUT`` (seconds, default 30;
-  :mod:`shoal.io.connect`). Each connection attempt of either client times out after
-  a sixth of it; pyarrow makes at most 3 attempts per request and gives up on a
-  response that stalls for a sixth of it, boto3 retries a request at most 5 times and
-  waits a whole time limit for a response. The first contact of a process with a bucket (region
-  lookup and ``HeadBucket``) must be answered within the time limit, or
-  :class:`~shoal.errors.StoreUnreachableError`; so does every boto3 request that cannot
-  connect.
+Configuration (endpoint, region, credentials, the store time limit) is the usual AWS
+one, read when :func:`s3_file_io_for` first sees it; docs/tables.md lists it, and
+:mod:`shoal.io.connect` holds the time limits.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import pyarrow.dataset as ds
 
 from shoal.core import predicate as P
 from shoal.core.kv import INSERT, UPDATE_AFTER, VALUE_KIND
-from shoal.core.scan import DataSplit
+from shoal.core.plan import DataSplit
 from shoal.core.store import FileStore
 from shoal.errors import CorruptDataFileError
 from shoal.io import FileIO

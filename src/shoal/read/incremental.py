@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from shoal.core.scan import DataSplit, live_entries, make_splits
+from shoal.core.plan import DataSplit, live_entries, make_splits
 from shoal.core.store import FileStore
 from shoal.errors import InvalidArgumentError
 from shoal.format import manifest as M

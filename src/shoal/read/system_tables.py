@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from shoal.core.paths import data_file_path
-from shoal.core.scan import live_entries, read_manifest_metas
+from shoal.core.plan import live_entries, read_manifest_metas
 from shoal.core.store import FileStore
 from shoal.errors import InvalidArgumentError
 from shoal.event_time.bounds import EventTimeBounds

@@ -60,7 +60,7 @@ __all__ = ["compact", "expire_partitions", "expire_snapshots", "remove_orphan_fi
 
 TASKS_PER_CORE = 2  # tasks per job and core of spark.default.parallelism, at most
 
-T = TypeVar("T")
+Item = TypeVar("Item")
 
 _ERROR = "error"  # the column a task's ShoalError travels in
 _LISTED = pa.schema(
@@ -169,7 +169,7 @@ def max_tasks(spark: SparkSession) -> int:
     return max(1, TASKS_PER_CORE * parallelism)
 
 
-def chunks(items: Sequence[T], count: int) -> list[list[T]]:
+def chunks(items: Sequence[Item], count: int) -> list[list[Item]]:
     """``items`` cut into at most ``count`` consecutive groups whose sizes differ by at
     most one; no group is empty."""
     count = min(count, len(items))
@@ -184,11 +184,11 @@ def chunks(items: Sequence[T], count: int) -> list[list[T]]:
     return out
 
 
-def balanced(items: Sequence[T], weight: Callable[[T], int], count: int) -> list[list[T]]:
+def balanced(items: Sequence[Item], weight: Callable[[Item], int], count: int) -> list[list[Item]]:
     """``items`` in at most ``count`` groups of about equal total ``weight`` (largest
     first, each to the lightest group); no group is empty."""
     count = min(count, len(items))
-    groups: list[list[T]] = [[] for _ in range(count)]
+    groups: list[list[Item]] = [[] for _ in range(count)]
     loads = [(0, index) for index in range(count)]
     for item in sorted(items, key=weight, reverse=True):
         load, index = heapq.heappop(loads)

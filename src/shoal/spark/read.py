@@ -31,16 +31,17 @@ from pyspark.sql.types import StructType
 from shoal import options as O
 from shoal.core import filter_text
 from shoal.core import predicate as P
-from shoal.core.scan import DataSplit
+from shoal.core.plan import DataSplit
 from shoal.core.store import FileStore
 from shoal.errors import SchemaMismatchError
 from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
 from shoal.read.files import merged_batches, read_batches
 from shoal.read.incremental import keyed_diff, plan_incremental
+from shoal.scan import Scan
 from shoal.spark.source_options import SourceOptions, open_store
 from shoal.spark.types import arrow_target, exact_batch
-from shoal.table import Scan, Table
+from shoal.table import Table
 
 # How a task reads its splits.
 FILES = "files"  # the files as they are (append tables; read-optimized primary-key tables)

@@ -37,7 +37,7 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 from shoal.core import kv
 from shoal.core.kv import KeyValueLayout
 from shoal.core.paths import data_file_path
-from shoal.core.scan import live_entries
+from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
 from shoal.errors import InvalidOptionError, SchemaMismatchError
 from shoal.format.data_file import DataFileMeta

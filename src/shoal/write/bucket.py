@@ -56,6 +56,7 @@ def hash_row(row: bytes) -> int:
 
 
 def bucket_of(hash_code: int, num_buckets: int) -> int:
+    """The bucket of one row's hash; ``assign_buckets`` does the same for a column."""
     # Paimon takes abs() of Java's remainder, which equals abs(h) % n for every int.
     return abs(hash_code) % num_buckets
 

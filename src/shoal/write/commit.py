@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from shoal import options as O
 from shoal.core.manifest_merge import merge_manifests
 from shoal.core.partition_time import refuse_expired_writes
-from shoal.core.scan import live_entries, read_manifest_metas
+from shoal.core.plan import live_entries, read_manifest_metas
 from shoal.core.store import FileStore
 from shoal.errors import (
     CommitConflictError,

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from shoal import options as O
 from shoal.core import kv
 from shoal.core.kv import KeyValueLayout, MergeSettings
-from shoal.core.scan import live_entries
+from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
 from shoal.errors import SchemaMismatchError
 from shoal.format.snapshot import Snapshot

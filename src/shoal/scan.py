@@ -1,0 +1,189 @@
+"""The public ``Scan``: one planned read of one snapshot, and what it does when a
+file of that snapshot is missing."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+
+from shoal.core import predicate as P
+from shoal.core.plan import DataSplit, live_entries, make_splits, restrict
+from shoal.core.store import FileStore
+from shoal.errors import (
+    CorruptDataFileError,
+    CorruptMetadataError,
+    ShoalError,
+    SnapshotNotFoundError,
+    TagNotFoundError,
+)
+from shoal.format.snapshot import Snapshot
+from shoal.read.files import merged_batches, read_batches, read_merged, read_table
+
+logger = logging.getLogger(__name__)
+
+
+# How many times a read of the latest snapshot plans again when that snapshot expires
+# under it (each time against the snapshot that is then the latest).
+EXPIRED_SNAPSHOT_REPLANS = 3
+
+
+class Scan:
+    """A planned read of one snapshot: ``plan()`` for splits, or the rows directly.
+
+    On a primary-key table the real-time view merges each bucket's files by key; the
+    read-optimized view reads only the top level of each bucket, without merging.
+
+    Readers and snapshot expiration. A scan pins one snapshot and reads only the
+    files it names, so a read sees one snapshot entirely or fails; it never mixes
+    two. Expiration keeps every snapshot that was the latest at some moment within
+    ``snapshot.time-retained`` (the default is an hour), so a read that takes less
+    than that finds its files. A faster expiration (a tiny retention,
+    ``snapshot.num-retained.max``, an explicit ``older_than``) may delete the files of
+    a snapshot while it is read; then, if the read hits a missing manifest or data
+    file of a snapshot that a newer one has replaced (expiration deletes a snapshot's
+    files first, its snapshot file last):
+
+    - a scan of the latest snapshot (no ``snapshot_id``, ``tag`` or ``timestamp_ms``)
+      plans again against the snapshot that is now the latest and reads that, up
+      to ``EXPIRED_SNAPSHOT_REPLANS`` times; ``snapshot`` then names the snapshot
+      read. ``to_batches`` does so only before its first batch: after it, the rows
+      already given cannot be taken back, and it raises SnapshotNotFoundError;
+    - a scan of a snapshot chosen by id or time raises SnapshotNotFoundError once its
+      snapshot file is gone too (waiting a moment for the expiration to get there),
+      and a scan of a tag deleted meanwhile raises TagNotFoundError: the data asked
+      for is gone, and another snapshot's would not be it.
+
+    A missing file of the latest snapshot, of a snapshot that stays, or of a tag that
+    is still there is damage, and its CorruptMetadataError or CorruptDataFileError
+    propagates. The splits that
+    ``plan()`` returns for other workers are not planned again: a worker reading a
+    split of an expired snapshot gets CorruptDataFileError.
+    """
+
+    def __init__(
+        self,
+        store: FileStore,
+        snapshot: Snapshot | None,
+        columns: Sequence[str] | None,
+        dnf: P.Dnf | None,
+        *,
+        read_optimized: bool = False,
+        latest: bool = False,
+        tag: str | None = None,
+    ) -> None:
+        self._store = store
+        self.snapshot = snapshot
+        self.columns = list(columns) if columns is not None else None
+        self._dnf = dnf
+        self._splits: list[DataSplit] | None = None
+        schema = store.schema_of(snapshot.schema_id) if snapshot is not None else store.schema
+        self.schema: pa.Schema = schema.arrow_schema()
+        self.merging = store.is_primary_key and not read_optimized
+        self.read_optimized = read_optimized
+        self._latest = latest  # the snapshot is the latest one, not asked for
+        self._tag = tag
+
+    def plan(self) -> list[DataSplit]:
+        """The splits to read, each a picklable unit of work."""
+        if self._splits is None:
+            self._splits = [] if self.snapshot is None else self._plan(self.snapshot)
+        return self._splits
+
+    def _plan(self, snapshot: Snapshot) -> list[DataSplit]:
+        store = self._store
+        prune = self._dnf
+        if self.merging:
+            # Only key columns prune a merged read: every version of a row has its key.
+            prune = restrict(prune, set(store.schema.primary_keys))
+        entries = live_entries(store, snapshot, prune)
+        if store.is_primary_key and self.read_optimized:
+            entries = [e for e in entries if e.file.level == store.max_level]
+        return make_splits(store, snapshot.id, entries, whole_buckets=self.merging)
+
+    def to_arrow(self) -> pa.Table:
+        for replans in itertools.count():
+            try:
+                return self._read()
+            except (CorruptMetadataError, CorruptDataFileError) as exc:
+                self._after_missing_file(exc, can_replan=replans < EXPIRED_SNAPSHOT_REPLANS)
+        raise AssertionError("unreachable")
+
+    def _read(self) -> pa.Table:
+        if self.merging:
+            return read_merged(self._store, self.plan(), self.columns, self._dnf)
+        return read_table(
+            self._store.file_io,
+            self.plan(),
+            self.schema,
+            self.columns,
+            self._dnf,
+            key_value=self._store.is_primary_key,
+        )
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        for replans in itertools.count():
+            started = False
+            try:
+                for batch in self._batches():
+                    started = True
+                    yield batch
+                return
+            except (CorruptMetadataError, CorruptDataFileError) as exc:
+                can_replan = not started and replans < EXPIRED_SNAPSHOT_REPLANS
+                self._after_missing_file(exc, can_replan=can_replan)
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        if self.merging:
+            for table in merged_batches(self._store, self.plan(), self.columns, self._dnf):
+                yield from table.to_batches()
+            return
+        yield from read_batches(
+            self._store.file_io,
+            self.plan(),
+            self.schema,
+            self.columns,
+            self._dnf,
+            key_value=self._store.is_primary_key,
+        )
+
+    def _after_missing_file(self, error: ShoalError, *, can_replan: bool) -> None:
+        """A file of the pinned snapshot is missing: plan again against the latest
+        snapshot when the pinned one expired and may be replaced, else raise."""
+        snapshot = self.snapshot
+        if snapshot is None:
+            raise error
+        store = self._store
+        if self._tag is not None:
+            if not store.tags.exists(self._tag):
+                raise TagNotFoundError(self._tag) from error
+            raise error
+        snapshots = store.snapshots
+        if not snapshots.superseded(snapshot.id):
+            raise error  # the latest snapshot never expires: the table is damaged
+        if self._latest:
+            if can_replan:
+                self._replan()
+                return
+        elif not snapshots.wait_until_gone(snapshot.id):
+            raise error  # superseded but kept: the table is damaged
+        raise SnapshotNotFoundError(
+            f"snapshot {snapshot.id} expired while it was read; read a newer snapshot, "
+            "or keep snapshots longer ('snapshot.time-retained') or tag this one",
+            snapshot_id=snapshot.id,
+        ) from error
+
+    def _replan(self) -> None:
+        store = self._store
+        latest = store.snapshots.latest()
+        logger.info(
+            "snapshot %s expired while it was read; reading snapshot %s instead",
+            self.snapshot.id if self.snapshot is not None else None,
+            None if latest is None else latest.id,
+        )
+        self.snapshot = latest
+        self._splits = None
+        if latest is not None:
+            self.schema = store.schema_of(latest.schema_id).arrow_schema()
