@@ -110,19 +110,14 @@ class Transaction:
         strategy: str | None,
         event_time_threshold: Any,
         *,
-        rewrite_all: RewriteAll | None = None,
+        rewrite_all: RewriteAll = compaction.rewrite_locally,
     ) -> CompactResult:
         """A compaction in one COMPACT commit (``shoal.compaction.compact_with``),
         then the table's maintenance."""
         self.validate()
-        if rewrite_all is None:
-            result = compaction.compact_with(
-                self.store, self.committer, strategy, event_time_threshold
-            )
-        else:
-            result = compaction.compact_with(
-                self.store, self.committer, strategy, event_time_threshold, rewrite_all=rewrite_all
-            )
+        result = compaction.compact_with(
+            self.store, self.committer, strategy, event_time_threshold, rewrite_all=rewrite_all
+        )
         if result.snapshot is not None:
             self.after_commit((), compact=False)
         return result
