@@ -669,8 +669,10 @@ def create_table(
     primary_keys: Sequence[str] = (),
     options: Mapping[str, str] | None = None,
 ) -> Op[None]:
-    """Create `identifier` ("db.name"; the database is created when missing)."""
-    fields = [{"name": f.name, "type": paimon_type(f.type, f.nullable)} for f in schema]
+    """Create `identifier` ("db.name"; the database is created when missing). A field
+    whose metadata holds `PAIMON_TYPE` gets that Paimon type, any other the one
+    `paimon_type` gives its Arrow type."""
+    fields = [{"name": f.name, "type": _field_type(f)} for f in schema]
     request = {
         "op": "create_table",
         "table": identifier,
@@ -680,6 +682,17 @@ def create_table(
         "options": dict(options or {}),
     }
     return Op(request, _none)
+
+
+PAIMON_TYPE = b"paimon.type"
+"""Field metadata key naming a column's Paimon type for `create_table`, for the types
+Arrow cannot spell (CHAR(n), VARCHAR(n), TIME(p), ...)."""
+
+
+def _field_type(f: pa.Field) -> str:
+    if f.metadata and PAIMON_TYPE in f.metadata:
+        return f.metadata[PAIMON_TYPE].decode()
+    return paimon_type(f.type, f.nullable)
 
 
 def write(

@@ -6,22 +6,19 @@ expiration behave as Paimon documents. When a shoal interop test fails, they sho
 the harness or shoal is at fault. The last two cross-check shoal in both directions.
 
 Each test batches its steps into one JVM run where it can: JVM starts dominate the time.
-
-Java cannot read two things shoal writes, so the shoal-to-Java check leaves them out:
-decimals of precision <= 18 (shoal stores them as fixed-length byte arrays, Java's Parquet
-reader expects INT32/INT64) and TIMESTAMP(9) (shoal stores INT64 nanoseconds, Java expects
-INT96). The Java-to-shoal check covers them.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import shoal
@@ -79,9 +76,6 @@ TYPES = pa.schema(
         ),
     ]
 )
-
-# Shoal writes these in encodings Java cannot read (see the module docstring).
-NOT_FOR_JAVA = ("dec9", "dec18", "ts9")
 
 
 def _dec(*values: str | None) -> list[Decimal | None]:
@@ -402,7 +396,7 @@ def partitioned_rows(keys: range | list[int]) -> pa.Table:
 
 
 def test_java_reads_what_shoal_wrote(java: JavaPaimon, tmp_path: Path) -> None:
-    schema = pa.schema([f for f in PARTITIONED if f.name not in NOT_FOR_JAVA])
+    schema = PARTITIONED
     catalog = shoal.Catalog(str(tmp_path))
     append = catalog.create_table("db.append", schema, partition_keys=["p"])
     append.append(partitioned_rows([0, 1, 2]).select(schema.names))
@@ -460,3 +454,173 @@ def test_shoal_reads_what_java_wrote(java: JavaPaimon, tmp_path: Path) -> None:
     expected = all_rows.filter(pa.array([k != 2 for k in range(5)]))
     assert comparable(pk.to_arrow()) == comparable(expected)
     assert comparable(pk.to_arrow(snapshot_id=1)) == comparable(partitioned_rows(range(4)))
+
+
+# --- the Parquet layout of every type ------------------------------------------------------
+
+# Every Paimon type shoal maps, as Paimon spells it; nested types nest the others.
+LAYOUT_TYPES = [
+    ("k", "INT NOT NULL"),
+    ("b", "BOOLEAN"),
+    ("i8", "TINYINT"),
+    ("i16", "SMALLINT"),
+    ("i32", "INT"),
+    ("i64", "BIGINT NOT NULL"),
+    ("f32", "FLOAT"),
+    ("f64", "DOUBLE"),
+    ("dec1", "DECIMAL(1, 0)"),
+    ("dec9", "DECIMAL(9, 2)"),
+    ("dec10", "DECIMAL(10, 0)"),
+    ("dec18", "DECIMAL(18, 4)"),
+    ("dec19", "DECIMAL(19, 2)"),
+    ("dec38", "DECIMAL(38, 10)"),
+    ("c", "CHAR(5)"),
+    ("vc", "VARCHAR(20)"),
+    ("s", "STRING NOT NULL"),
+    ("bn", "BINARY(4)"),
+    ("vb", "VARBINARY(10)"),
+    ("by", "BYTES"),
+    ("d", "DATE"),
+    ("t0", "TIME(0)"),
+    ("t3", "TIME(3)"),
+    ("t6", "TIME(6)"),
+    ("ts0", "TIMESTAMP(0)"),
+    ("ts3", "TIMESTAMP(3)"),
+    ("ts5", "TIMESTAMP(5)"),
+    ("ts6", "TIMESTAMP(6) NOT NULL"),
+    ("ltz0", "TIMESTAMP(0) WITH LOCAL TIME ZONE"),
+    ("ltz3", "TIMESTAMP(3) WITH LOCAL TIME ZONE"),
+    ("ltz6", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
+    ("arr", "ARRAY<INT>"),
+    ("arr_nn", "ARRAY<BIGINT NOT NULL> NOT NULL"),
+    ("m", "MAP<STRING, ARRAY<TIMESTAMP(3)>>"),
+    ("m_nn", "MAP<INT, DECIMAL(9, 2) NOT NULL>"),
+    ("row", "ROW<`x` INT NOT NULL, `y` ROW<`t` TIME(3), `dd` DECIMAL(18, 4)>>"),
+    ("deep", "ARRAY<ROW<`m` MAP<VARCHAR(3), ROW<`z` TIMESTAMP(6) WITH LOCAL TIME ZONE>>>>"),
+]
+# The types Paimon stores as INT96; a file holding one stores its other timestamps as
+# INT64 without annotation.
+INT96_TYPES = [
+    ("ts7", "TIMESTAMP(7)"),
+    ("ts9", "TIMESTAMP(9)"),
+    ("ltz9", "TIMESTAMP(9) WITH LOCAL TIME ZONE"),
+    ("arr9", "ARRAY<ROW<`n` TIMESTAMP(8), `u` TIMESTAMP(3)>>"),
+]
+
+_NODE = re.compile(
+    r"^(?P<indent> *)(?P<repetition>required|optional|repeated) (?P<type>\S+) "
+    r"field_id=(?P<id>-?\d+) (?P<name>\S+?)(?: \((?P<annotation>.*)\))?(?: \{|;)$"
+)
+
+
+def parquet_columns(path: Path) -> dict[str, tuple[Any, ...]]:
+    """Every node of a Parquet file's schema below the root, by dotted path: repetition,
+    physical type, field id, logical type and, for leaves, the converted type."""
+    schema = pq.ParquetFile(path).metadata.schema
+    converted = {schema.column(i).path: schema.column(i).converted_type for i in range(len(schema))}
+    nodes: dict[str, tuple[Any, ...]] = {}
+    parents: list[str] = []
+    for line in str(schema).splitlines()[2:]:
+        node = _NODE.match(line)
+        if node is None:
+            continue
+        depth = len(node["indent"]) // 2 - 1
+        parents[depth:] = [node["name"]]
+        dotted = ".".join(parents)
+        nodes[dotted] = (
+            node["repetition"],
+            node["type"],
+            int(node["id"]),
+            node["annotation"],
+            converted.get(dotted),
+        )
+    return nodes
+
+
+def _layout_schema(types: list[tuple[str, str]]) -> pa.Schema:
+    # The Arrow types are placeholders: the Paimon type in the metadata decides.
+    return pa.schema(
+        [pa.field(name, pa.null(), metadata={jp.PAIMON_TYPE: paimon}) for name, paimon in types]
+    )
+
+
+def _one_file(table_dir: Path) -> Path:
+    files = list(table_dir.glob("bucket-0/*.parquet"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+def _mostly_null_row(schema: pa.Schema) -> pa.Table:
+    """One row, null wherever the schema allows (the layout does not depend on values)."""
+    return pa.table(
+        {
+            f.name: pa.array([None], f.type)
+            if f.nullable
+            else pa.array([1]).cast(f.type)
+            if not pa.types.is_nested(f.type)
+            else pa.array([[]], f.type)
+            for f in schema
+        },
+        schema=schema,
+    )
+
+
+def _stored_as_plain_int64(node: tuple[Any, ...]) -> tuple[Any, ...]:
+    repetition, physical, field_id, _, _ = node
+    return (repetition, physical, field_id, None, "NONE")
+
+
+def test_shoal_writes_the_parquet_layout_java_writes(java: JavaPaimon, tmp_path: Path) -> None:
+    """For every type, column by column, the Parquet schema of a file shoal wrote equals
+    the one of a file Java wrote: physical type, annotations, repetition, field id."""
+    tables = {
+        "plain": LAYOUT_TYPES,
+        "int96": LAYOUT_TYPES + INT96_TYPES,
+    }
+    ops: list[jp.Op[Any]] = []
+    for name, types in tables.items():
+        for writer in ("java", "shoal"):
+            for kind, keys in (("append", []), ("pk", ["k"])):
+                ops.append(
+                    jp.create_table(
+                        f"db.{name}_{kind}_{writer}",
+                        _layout_schema(types),
+                        primary_keys=keys,
+                        options={"bucket": "1"} if keys else {},
+                    )
+                )
+        for kind in ("append", "pk"):
+            ops.append(
+                jp.write(
+                    f"db.{name}_{kind}_java",
+                    pa.table({"k": [1], "i64": [1], "s": [""], "ts6": [0], "arr_nn": [[]]}).cast(
+                        pa.schema(
+                            [
+                                ("k", pa.int32()),
+                                ("i64", pa.int64()),
+                                ("s", pa.string()),
+                                ("ts6", pa.timestamp("us")),
+                                ("arr_nn", pa.list_(pa.int64())),
+                            ]
+                        )
+                    ),
+                )
+            )
+    java.run(tmp_path, ops)
+    catalog = shoal.Catalog(str(tmp_path))
+    for name in tables:
+        for kind in ("append", "pk"):
+            table = catalog.get_table(f"db.{name}_{kind}_shoal")
+            rows = _mostly_null_row(table.schema)
+            (table.upsert if kind == "pk" else table.append)(rows)
+            java_file = parquet_columns(_one_file(tmp_path / "db.db" / f"{name}_{kind}_java"))
+            shoal_file = parquet_columns(_one_file(tmp_path / "db.db" / f"{name}_{kind}_shoal"))
+            expected = dict(java_file)
+            for path, node in java_file.items():
+                if node[:2] == ("repeated", "group") and path.endswith(".key_value"):
+                    # Java marks a map's repeated group MAP_KEY_VALUE, which the Parquet
+                    # format keeps only for reading old files; Arrow writes none.
+                    expected[path] = (*node[:3], None, None)
+                if name == "int96" and node[1] == "int64" and "Timestamp" in (node[3] or ""):
+                    expected[path] = _stored_as_plain_int64(node)
+            assert shoal_file == expected, (name, kind)

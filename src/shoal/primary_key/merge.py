@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from shoal.core import kv
 from shoal.core.kv import FIRST_ROW, KeyValueLayout, MergeSettings
 from shoal.errors import CorruptDataFileError
+from shoal.format.parquet import as_table_types
 from shoal.io import FileIO, parallel_map
 
 
@@ -39,7 +40,7 @@ def _run_batches(
                 for batch in parquet.iter_batches(batch_size=batch_rows, columns=schema.names):
                     if batch.num_rows:
                         table = pa.Table.from_batches([batch])
-                        yield table if table.schema.equals(schema) else table.cast(schema)
+                        yield as_table_types(table, schema)
         except FileNotFoundError as exc:
             raise CorruptDataFileError(str(exc)) from None
         except (pa.ArrowInvalid, OSError) as exc:

@@ -18,6 +18,7 @@ from shoal.core.kv import INSERT, UPDATE_AFTER, VALUE_KIND
 from shoal.core.plan import DataSplit
 from shoal.core.store import FileStore
 from shoal.errors import CorruptDataFileError
+from shoal.format import parquet
 from shoal.io import FileIO
 from shoal.primary_key.levels import run_paths, sorted_runs
 from shoal.primary_key.merge import BucketMerger
@@ -27,7 +28,10 @@ _FORMAT = ds.ParquetFileFormat()
 
 def _dataset(file_io: FileIO, splits: Sequence[DataSplit], schema: pa.Schema) -> ds.Dataset:
     paths = [p for split in splits for p in split.file_paths]
-    return ds.dataset(paths, schema=schema, format=_FORMAT, filesystem=file_io.fs)
+    # Times and timestamps in their stored units: a timestamp column stored as INT64
+    # without annotation (beside INT96 ones) reads in the unit its precision implies.
+    stored = parquet.read_schema(schema)
+    return ds.dataset(paths, schema=stored, format=_FORMAT, filesystem=file_io.fs)
 
 
 def _row_filter(

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from shoal.core import kv
 from shoal.core.kv import KeyValueLayout
 from shoal.core.store import FileStore
-from shoal.format import binary_row
+from shoal.format import binary_row, parquet
 from shoal.format import types as T
 from shoal.format.data_file import FILE_SOURCE_APPEND, DataFileMeta
 from shoal.format.stats import EMPTY_STATS, SimpleStats
@@ -77,6 +77,7 @@ class RollingFileWriter:
         self.level = level
         self.file_source = file_source
         self._schema = layout.file_schema if layout is not None else store.arrow_schema
+        self._stored_schema = parquet.stored_schema(self._schema)
         self._dir = store.paths.bucket_dir(store.partitions.path(partition), bucket)
         self._target = store.target_file_size
         self._files: list[DataFileMeta] = []
@@ -113,7 +114,7 @@ class RollingFileWriter:
             self._open()
         assert self._writer is not None
         assert self._stats is not None
-        self._writer.write_table(chunk)
+        self._writer.write_table(parquet.to_stored(chunk, self._stored_schema))
         self._stats.update(chunk)
         if self.layout is not None:
             self._track_keys(chunk)
@@ -125,7 +126,10 @@ class RollingFileWriter:
         self._name = store.paths.new_data_file_name()
         self._sink = store.file_io.open_output_stream(f"{self._dir}/{self._name}")
         self._writer = pq.ParquetWriter(
-            self._sink, self._schema, compression=store.file_compression
+            self._sink,
+            self._stored_schema,
+            compression=store.file_compression,
+            **parquet.writer_options(self._stored_schema),
         )
         self._stats = StatsCollector(
             store.schema.fields, store.stats_mode, always=store.event_time_columns

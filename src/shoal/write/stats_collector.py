@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from shoal.errors import InvalidOptionError
+from shoal.format import parquet
 from shoal.format import types as T
 from shoal.format.stats import EMPTY_STATS, SimpleStats
 
@@ -154,6 +155,8 @@ class StatsCollector:
                 continue
             if isinstance(low, float) and (math.isnan(low) or math.isnan(high)):
                 continue
+            if isinstance(low, int) and f.type.root in _TIMESTAMPS:
+                low, high = _stored_timestamps(f.type, low, high)
             self._widen(i, low, high)
 
 
@@ -182,6 +185,15 @@ def _footer_bounds(groups: list[Any], leaf: int) -> tuple[Any, Any]:
 
 
 _VARLEN = (T.VARCHAR, T.CHAR, T.BINARY, T.VARBINARY)
+_TIMESTAMPS = (T.TIMESTAMP, T.TIMESTAMP_LTZ)
+
+
+def _stored_timestamps(t: T.AtomicType, low: int, high: int) -> tuple[datetime, datetime]:
+    """Footer bounds of a timestamp column stored as INT64 without annotation (beside
+    INT96 columns), in the unit Paimon stores its precision in."""
+    micros = 1000 if parquet.stored_unit(t.precision or 0) == "ms" else 1
+    base = datetime(1970, 1, 1, tzinfo=UTC) if t.root == T.TIMESTAMP_LTZ else _EPOCH
+    return base + timedelta(microseconds=low * micros), base + timedelta(microseconds=high * micros)
 
 
 def _timestamp_min_max(column: pa.ChunkedArray, utc: bool) -> tuple[Any, Any]:
