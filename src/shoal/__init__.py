@@ -12,6 +12,7 @@ from shoal.cleanup.expire import ExpireResult
 from shoal.cleanup.orphans import OrphanFilesResult
 from shoal.compaction.compact import CompactResult
 from shoal.core.plan import DataSplit
+from shoal.core.schema_update import SchemaUpdate
 from shoal.errors import (
     CommitConflictError,
     CorruptDataFileError,
@@ -26,6 +27,7 @@ from shoal.errors import (
     MissingDependencyError,
     NotNullViolationError,
     PartitionExpiredError,
+    SchemaConflictError,
     SchemaMismatchError,
     ShoalError,
     SnapshotNotFoundError,
@@ -72,7 +74,9 @@ __all__ = [
     "OrphanFilesResult",
     "PartitionExpiredError",
     "Scan",
+    "SchemaConflictError",
     "SchemaMismatchError",
+    "SchemaUpdate",
     "ShoalError",
     "Snapshot",
     "SnapshotNotFoundError",

@@ -13,15 +13,14 @@ from shoal import features
 from shoal import options as O
 from shoal.cleanup.drop_table import remove_table_directory
 from shoal.core.paths import PathFactory
+from shoal.core.schema_change import check_definition
 from shoal.core.schema_manager import SchemaManager
 from shoal.errors import (
     DatabaseNotFoundError,
     InvalidArgumentError,
-    InvalidOptionError,
     SchemaMismatchError,
     TableAlreadyExistsError,
     TableNotFoundError,
-    UnsupportedFeatureError,
 )
 from shoal.event_time.bounds import check_event_time_field
 from shoal.format import types as T
@@ -191,39 +190,6 @@ class Catalog:
         remove_table_directory(self._file_io, self._root_of(database, name))
 
 
-def _check_primary_key_table(
-    names: list[str],
-    partition_keys: Sequence[str],
-    primary_keys: Sequence[str],
-    options: dict[str, str],
-) -> None:
-    if len(set(primary_keys)) != len(primary_keys):
-        raise SchemaMismatchError(f"primary key {list(primary_keys)} repeats a column")
-    outside = [k for k in partition_keys if k not in primary_keys]
-    if outside:
-        raise SchemaMismatchError(
-            f"partition keys {outside} must be part of the primary key {list(primary_keys)}, "
-            "so that each key lives in one partition"
-        )
-    if O.BUCKET.get(options) < 1:
-        raise UnsupportedFeatureError(
-            "primary-key tables need a fixed number of buckets: set option 'bucket' to a "
-            "positive number (dynamic bucket mode is not supported)"
-        )
-    trimmed = [k for k in primary_keys if k not in partition_keys] or list(primary_keys)
-    for key in [k.strip() for k in O.BUCKET_KEY.get(options).split(",") if k.strip()]:
-        if key not in trimmed:
-            raise InvalidOptionError(
-                "bucket-key",
-                options.get("bucket-key"),
-                f"the bucket key of a primary-key table must be part of the key {trimmed}",
-            )
-    for option in (O.SEQUENCE_FIELD, O.ROWKIND_FIELD):
-        column = option.get(options)
-        if column and column not in names:
-            raise InvalidOptionError(option.key, column, "no such column")
-
-
 def build_schema(
     schema: pa.Schema,
     partition_keys: Sequence[str],
@@ -242,26 +208,7 @@ def build_schema(
             raise SchemaMismatchError(f"key column {key!r} is not in the schema {names}")
     features.check_option_keys(options)
     O.validate(options)
-    if primary_keys:
-        _check_primary_key_table(names, partition_keys, primary_keys, options)
-    elif O.BUCKET.get(options) > 0 and not O.BUCKET_KEY.get(options):
-        raise InvalidOptionError(
-            "bucket-key",
-            None,
-            "an append table with fixed buckets needs 'bucket-key' (the columns to hash)",
-        )
-    bucket_key = [k.strip() for k in O.BUCKET_KEY.get(options).split(",") if k.strip()]
-    for key in bucket_key:
-        if key not in names:
-            raise InvalidOptionError(
-                "bucket-key", options.get("bucket-key"), f"column {key!r} is not in the schema"
-            )
-        if key in partition_keys:
-            raise InvalidOptionError(
-                "bucket-key",
-                options.get("bucket-key"),
-                f"partition column {key!r} cannot be a bucket key",
-            )
+    check_definition(names, partition_keys, primary_keys, options)
     if primary_keys:
         # Primary-key columns are NOT NULL, as Paimon declares them.
         schema = pa.schema(

@@ -22,7 +22,8 @@ message text.
     │   └── UnknownOptionError
     ├── PartitionExpiredError
     ├── CommitConflictError
-    │   └── SequenceConflictError
+    │   ├── SequenceConflictError
+    │   └── SchemaConflictError
     ├── CorruptMetadataError
     ├── CorruptDataFileError
     ├── UnsupportedFeatureError
@@ -190,6 +191,17 @@ class CommitConflictError(ShoalError):
 class SequenceConflictError(CommitConflictError):
     """Another writer added rows to the same bucket of a primary-key table while this
     write was prepared; its sequence numbers must be assigned again."""
+
+
+class SchemaConflictError(CommitConflictError):
+    """A schema change that a concurrent one overtook: the changes no longer apply to
+    the table's latest schema (``schema_id``), or every attempt to write the next
+    schema version lost its race. Nothing was written; re-open the table, look at its
+    schema and apply the changes again."""
+
+    def __init__(self, message: str, *, schema_id: int | None = None) -> None:
+        super().__init__(message)
+        self.schema_id = schema_id
 
 
 class CorruptMetadataError(ShoalError):

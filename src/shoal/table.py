@@ -19,7 +19,9 @@ from shoal.core import kv
 from shoal.core import predicate as P
 from shoal.core.kv import FIRST_ROW
 from shoal.core.paths import PathFactory
+from shoal.core.schema_change import SchemaChange
 from shoal.core.schema_manager import SchemaManager
+from shoal.core.schema_update import SchemaUpdate, changes_build, commit_schema
 from shoal.core.store import FileStore
 from shoal.errors import (
     CorruptMetadataError,
@@ -28,7 +30,9 @@ from shoal.errors import (
     TableNotFoundError,
     UnsupportedFeatureError,
 )
+from shoal.event_time.bounds import check_event_time_field
 from shoal.event_time.freshness import Freshness, freshness
+from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
 from shoal.format.tag import Tag
 from shoal.io import FileIO, file_io_for
@@ -37,14 +41,17 @@ from shoal.read.files import read_merged, read_table
 from shoal.read.incremental import keyed_diff, plan_incremental
 from shoal.read.system_tables import NEEDS_SNAPSHOT, system_table
 from shoal.scan import Scan
-from shoal.transaction import Transaction, partition_scope
+from shoal.transaction import Transaction, merge_new_columns, partition_scope
 from shoal.write.commit import WHOLE_TABLE, FileStoreCommit
+from shoal.write.conform import to_batches
 
 if TYPE_CHECKING:
     from datetime import datetime
 
 
 logger = logging.getLogger(__name__)
+
+SCHEMA_MODES = ("strict", "merge")
 
 
 class Table:
@@ -137,13 +144,18 @@ class Table:
 
         return Transaction(self._store, self._committer)
 
-    def append(self, data: Any) -> Snapshot:
+    def append(self, data: Any, *, schema_mode: str = "strict") -> Snapshot:
         """Add rows in one atomic commit; returns the new snapshot.
 
         ``data`` is a pyarrow Table, RecordBatch, RecordBatchReader (streamed) or a
         pandas DataFrame. On a primary-key table this is :meth:`upsert`. Raises
         SchemaMismatchError before anything is committed.
+
+        ``schema_mode="merge"`` first adds the columns of ``data`` that the table lacks
+        (nullable, in the data's order, one new schema version); other differences
+        still raise SchemaMismatchError, before anything is written.
         """
+        data = self._merge_schema(data, schema_mode)
         return self._transaction().write(data)
 
     def upsert(self, data: Any) -> Snapshot:
@@ -199,12 +211,20 @@ class Table:
 
         return freshness(self._store, self._resolve(snapshot_id, tag, None))
 
-    def overwrite(self, data: Any, *, partition: Mapping[str, Any] | None = None) -> Snapshot:
+    def overwrite(
+        self,
+        data: Any,
+        *,
+        partition: Mapping[str, Any] | None = None,
+        schema_mode: str = "strict",
+    ) -> Snapshot:
         """Replace the whole table, or one partition, with ``data`` in one commit.
 
         With ``partition``, every row of ``data`` must belong to that partition.
+        ``schema_mode="merge"`` adds the columns the table lacks first, as in
+        :meth:`append`.
         """
-
+        data = self._merge_schema(data, schema_mode)
         scope = WHOLE_TABLE if partition is None else partition_scope(self._store, [partition])
         return self._transaction().write(data, overwrite=scope)
 
@@ -220,6 +240,69 @@ class Table:
         if not partitions:
             raise InvalidArgumentError("drop_partitions needs at least one partition spec")
         return self._transaction().drop(partition_scope(self._store, partitions))
+
+    # --- schema ------------------------------------------------------------------------------
+    def update_schema(self) -> SchemaUpdate:
+        """Change the table's schema: a context manager collecting changes, committed as
+        one new schema version when the block ends without an exception.
+
+            with table.update_schema() as update:
+                update.add_column("score", pa.float64(), after="name")
+                update.rename_column("name", "title")
+
+        The changes apply to the latest schema; each call raises at once when its
+        change does not apply (InvalidArgumentError, SchemaMismatchError,
+        InvalidOptionError, UnsupportedFeatureError). A concurrent change that makes
+        them inapplicable raises SchemaConflictError on leaving the block; nothing is
+        written then. Afterwards this table reads and writes with the new schema.
+        """
+        store = self._store
+        base = store.schemas.latest() or store.schema
+        has_snapshots = store.snapshots.latest_id() is not None
+        return SchemaUpdate(
+            base,
+            has_snapshots,
+            lambda changes: self._commit_changes(changes, base.id),
+            check=_check_table_rules,
+        )
+
+    def _commit_changes(self, changes: Sequence[SchemaChange], base_id: int) -> TableSchema:
+        store = self._store
+        schema = commit_schema(
+            store.schemas,
+            store.snapshots,
+            changes_build(changes, _check_table_rules),
+            base_id=base_id,
+            attempts=store.options.get(O.COMMIT_MAX_RETRIES) + 1,
+        )
+        assert schema is not None  # changes always make a new version
+        self._use_schema(schema)
+        return schema
+
+    def _merge_schema(self, data: Any, schema_mode: str) -> Any:
+        """``data`` ready to write, with the columns the table lacks added first when
+        ``schema_mode`` is "merge"."""
+        if schema_mode not in SCHEMA_MODES:
+            raise InvalidArgumentError(
+                f"schema_mode must be one of {list(SCHEMA_MODES)}, not {schema_mode!r}"
+            )
+        if schema_mode == "strict":
+            return data
+        if isinstance(data, pa.RecordBatchReader):
+            schema = merge_new_columns(self._store, data.schema)
+        else:
+            data = to_batches(data)
+            schema = merge_new_columns(self._store, data.schema, data)
+        if schema is not None:
+            self._use_schema(schema)
+        return data
+
+    def _use_schema(self, schema: TableSchema) -> None:
+        """Read and write with ``schema`` from now on."""
+        old = self._store
+        self._store = FileStore(old.file_io, old.uri, old.root, schema)
+        self._store.partition_expire_checked_at = old.partition_expire_checked_at
+        self._committer = FileStoreCommit(self._store)
 
     # --- tags ------------------------------------------------------------------------------
     def create_tag(
@@ -458,3 +541,9 @@ class Table:
             # snapshot must not hide the snapshots listing.
             return system_table(self._store, name, None)
         return system_table(self._store, name, self._resolve(snapshot_id, tag, None))
+
+
+def _check_table_rules(schema: TableSchema) -> None:
+    """The rules of a table's definition that hold above the metadata layer: the
+    event-time column of event-time compaction."""
+    check_event_time_field(schema.fields, schema.primary_keys, schema.options)

@@ -28,6 +28,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+import pyarrow as pa
+
 from shoal import options as O
 from shoal.cleanup.maintain import maintain
 from shoal.cleanup.partition_expire import expire_partitions
@@ -35,14 +37,18 @@ from shoal.compaction import compact as compaction
 from shoal.compaction.compact import CompactResult, RewriteAll
 from shoal.compaction.strategies import universal_for
 from shoal.core import kv
+from shoal.core.schema_update import columns_build, commit_schema
 from shoal.core.store import FileStore
 from shoal.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
     SequenceConflictError,
 )
+from shoal.format import types as T
+from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
 from shoal.write.commit import WHOLE_TABLE, CommitRequest, FileStoreCommit, OverwriteScope
+from shoal.write.conform import conform
 from shoal.write.files import AppendWriter, CommitMessage
 from shoal.write.keyed import KeyValueWriter, next_sequences
 
@@ -229,6 +235,40 @@ class Transaction:
                 f"{self.store.partitions.to_dict(stray[0].partition)}, which it does not "
                 "replace; filter the data to the partitions it overwrites"
             )
+
+
+# --- schema evolution on write ---------------------------------------------------------------
+def merge_new_columns(
+    store: FileStore, data_schema: pa.Schema, rows: pa.Table | None = None
+) -> TableSchema | None:
+    """Add the columns of ``data_schema`` that the table lacks, as nullable columns in
+    the data's order, in one schema version committed before any data file is written;
+    returns it (None when the table has every column).
+
+    The data is checked against the schema it would make first, every row of ``rows``
+    when given (else the columns' types).
+
+    Raises:
+        SchemaMismatchError: the data does not fit the table even with the columns
+            added (a column missing, a type that does not cast); nothing is written.
+        SchemaConflictError: a concurrent schema change made the addition impossible.
+    """
+    latest = store.schemas.latest() or store.schema
+    present = set(latest.field_names)
+    columns = [
+        (f.name, T.from_arrow(f.type, True, [0])) for f in data_schema if f.name not in present
+    ]
+    build = columns_build(columns)
+    has_snapshots = store.snapshots.latest_id() is not None
+    merged = build(latest, has_snapshots) or latest
+    conform(rows if rows is not None else data_schema.empty_table(), merged.arrow_schema())
+    return commit_schema(
+        store.schemas,
+        store.snapshots,
+        build,
+        base_id=latest.id,
+        attempts=store.options.get(O.COMMIT_MAX_RETRIES) + 1,
+    )
 
 
 # --- what an overwrite replaces ---------------------------------------------------------------

@@ -246,24 +246,31 @@ def options_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
 
 
 def schemas_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
+    """Paimon's ``$schemas``: every schema version, its lists and maps as flat JSON."""
     schemas = [store.schemas.schema(i) for i in store.schemas.list_ids()]
     return pa.table(
         {
             "schema_id": pa.array([s.id for s in schemas], pa.int64()),
             "fields": pa.array(
-                [json.dumps([T.field_to_json(f) for f in s.fields]) for s in schemas], pa.string()
+                [_flat_json([T.field_to_json(f) for f in s.fields]) for s in schemas],
+                pa.string(),
             ),
             "partition_keys": pa.array(
-                [json.dumps(list(s.partition_keys)) for s in schemas], pa.string()
+                [_flat_json(list(s.partition_keys)) for s in schemas], pa.string()
             ),
             "primary_keys": pa.array(
-                [json.dumps(list(s.primary_keys)) for s in schemas], pa.string()
+                [_flat_json(list(s.primary_keys)) for s in schemas], pa.string()
             ),
-            "options": pa.array([json.dumps(dict(s.options)) for s in schemas], pa.string()),
+            "options": pa.array([_flat_json(dict(s.options)) for s in schemas], pa.string()),
             "comment": pa.array([s.comment for s in schemas], pa.string()),
             "update_time": pa.array([_local_time(s.time_millis) for s in schemas], _MS),
         }
     )
+
+
+def _flat_json(value: object) -> str:
+    """JSON without spaces, as Paimon's system tables print it."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _java_duration(value: timedelta) -> str:
