@@ -151,7 +151,6 @@ def iso(millis: int) -> str:
         ("scan.snapshotid", UnknownOptionError, "scan.snapshot-id"),
         ("versionasof_", UnknownOptionError, "versionAsOf"),
         ("scan.mode", UnsupportedFeatureError, "scan.mode"),
-        ("mergeSchema", UnsupportedFeatureError, "mergeSchema"),
         ("overwriteSchema", UnknownOptionError, "no known key"),
     ],
 )

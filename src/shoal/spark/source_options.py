@@ -5,8 +5,9 @@ follow Paimon's keys (``scan.snapshot-id``, ``scan.tag-name``,
 ``scan.timestamp-millis``, ``incremental-between``, ``read-optimized``) and Spark's
 (``versionAsOf`` and ``timestampAsOf``, as Delta Lake reads them); a split target or
 open-file cost given as a read option overrides the table's. Write options:
-Spark's ``partitionOverwriteMode`` (or shoal's ``dynamic-partition-overwrite``) and
-``write-buffer-size``.
+Spark's ``partitionOverwriteMode`` (or shoal's ``dynamic-partition-overwrite``),
+``mergeSchema`` (as Delta Lake's: columns of the data that the table lacks are added
+first) and ``write-buffer-size``.
 
 Every other key is refused: a typo with the nearest known key, one of Paimon's or
 Spark's options that the source does not implement by name.
@@ -100,6 +101,7 @@ class SourceOptions:
     split_open_file_cost: int | None = None
     overwrite_mode: OverwriteMode | None = None
     write_buffer_size: int = DEFAULT_WRITE_BUFFER
+    merge_schema: bool = False
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> SourceOptions:
@@ -132,6 +134,7 @@ class SourceOptions:
             overwrite_mode=_overwrite_mode(raw),
             write_buffer_size=_get(raw, WRITE_BUFFER_SIZE, O.parse_memory_size)
             or DEFAULT_WRITE_BUFFER,
+            merge_schema=_get(raw, MERGE_SCHEMA, _bool, "mergeSchema") or False,
         )
         travel = [
             k
@@ -232,12 +235,6 @@ def _overwrite_mode(raw: Mapping[str, str]) -> OverwriteMode | None:
             DYNAMIC_PARTITION_OVERWRITE,
             raw[DYNAMIC_PARTITION_OVERWRITE],
             f"contradicts partitionOverwriteMode = {raw[PARTITION_OVERWRITE_MODE]!r}",
-        )
-    if _get(raw, MERGE_SCHEMA, _bool, "mergeSchema"):
-        raise UnsupportedFeatureError(
-            "mergeSchema: shoal does not evolve a table's schema yet; write rows with the "
-            "table's columns",
-            feature=MERGE_SCHEMA,
         )
     return spark or own
 

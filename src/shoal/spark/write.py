@@ -44,7 +44,7 @@ from shoal.format.data_file import DataFileMeta
 from shoal.format.snapshot import Snapshot
 from shoal.spark.read import table_columns
 from shoal.spark.source_options import OverwriteMode, SourceOptions, normalize_path, open_store
-from shoal.transaction import Sequencer, Transaction, written_scope
+from shoal.transaction import Sequencer, Transaction, merge_new_columns, written_scope
 from shoal.write.bucket import assign_buckets
 from shoal.write.commit import WHOLE_TABLE, OverwriteScope
 from shoal.write.conform import conform
@@ -70,6 +70,17 @@ class ShoalCommitMessage(WriterCommitMessage):
     attempt: int = 0
 
 
+def _arrow_schema(schema: StructType) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(schema, timezone="UTC")
+    except (TypeError, ValueError) as exc:
+        raise SchemaMismatchError(
+            f"the data has a column of a type shoal cannot write: {exc}"
+        ) from None
+
+
 def conformed_names(schema: StructType, store: FileStore) -> list[str]:
     """The table's names for the columns of ``schema``, having checked that data of
     ``schema`` can be written to the table.
@@ -78,15 +89,8 @@ def conformed_names(schema: StructType, store: FileStore) -> list[str]:
         SchemaMismatchError: a column the table does not have, a missing column, or a
             type that does not cast to the table's without loss.
     """
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     names = list(table_columns(schema.fieldNames(), store.schema, "the data"))
-    try:
-        arrow = to_arrow_schema(schema, timezone="UTC")
-    except (TypeError, ValueError) as exc:
-        raise SchemaMismatchError(
-            f"the data has a column of a type shoal cannot write: {exc}"
-        ) from None
+    arrow = _arrow_schema(schema)
     empty = pa.schema([f.with_name(n) for f, n in zip(arrow, names, strict=True)]).empty_table()
     conform(empty, store.arrow_schema)  # raises before any task writes a file
     return names
@@ -100,12 +104,33 @@ def first_free_sequence(store: FileStore) -> int:
     return max((e.file.max_sequence_number + 1 for e in live_entries(store, latest)), default=0)
 
 
+def merge_schema(schema: StructType, store: FileStore) -> FileStore:
+    """``mergeSchema``: the table with the columns of ``schema`` it lacks added (those
+    it has are matched as Spark matches them, ignoring case), committed before any task
+    writes; ``store`` itself when it has them all.
+
+    Raises:
+        SchemaMismatchError: the data does not fit the table even with them.
+    """
+    fields = []
+    for f in _arrow_schema(schema):
+        try:
+            (name,) = table_columns([f.name], store.schema, "the data")
+        except SchemaMismatchError:
+            name = f.name  # a column to add
+        fields.append(f.with_name(name))
+    merged = merge_new_columns(store, pa.schema(fields))
+    return store if merged is None else open_store(store.uri)
+
+
 class ShoalWriter(DataSourceArrowWriter):
     """Appends to, upserts into or overwrites one table, in one snapshot per Spark write."""
 
     def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
         store = open_store(options.path)
         store.require_writable()
+        if options.merge_schema:
+            store = merge_schema(schema, store)
         self._path = options.path
         self._names = conformed_names(schema, store)
         self._overwrite = overwrite
