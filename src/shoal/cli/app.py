@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from shoal import __version__
-from shoal.cli import demo, ingest, maintenance, read, tables, tags
+from shoal.cli import alter, demo, ingest, maintenance, read, tables, tags
 from shoal.cli.common import output_of
 from shoal.cli.exit_codes import MEANINGS, exit_code_for
 from shoal.errors import (
@@ -37,6 +37,7 @@ Examples:
   shoal table create -w wh db.orders --schema "dt string, id bigint, amount double" \\
       -p dt -k dt,id --option bucket=4
   shoal ingest landing/*.json -w wh db.orders --mode upsert
+  shoal table alter -w wh db.orders --add "discount double after amount"
   shoal snapshots -w wh db.orders
   shoal read -w wh db.orders --filter "amount > 100" --limit 10 -o json
   shoal tag create -w wh db.orders nightly
@@ -132,6 +133,7 @@ def cli(ctx: click.Context, debug: bool, verbose: int) -> None:
 
 cli.add_command(demo.demo)
 cli.add_command(ingest.ingest)
+tables.table_group.add_command(alter.alter)
 cli.add_command(tables.table_group)
 cli.add_command(tables.snapshots)
 cli.add_command(tables.system)

@@ -1,4 +1,5 @@
-"""``shoal table create|show|list``, ``shoal snapshots`` and ``shoal system``."""
+"""``shoal table create|show|list``, ``shoal snapshots`` and ``shoal system``
+(``shoal table alter`` is in ``alter``)."""
 
 from __future__ import annotations
 
@@ -37,9 +38,9 @@ SNAPSHOT_COLUMNS = (
 )
 
 
-@click.group("table", short_help="Create, describe and list tables.")
+@click.group("table", short_help="Create, describe, change and list tables.")
 def table_group() -> None:
-    """Create, describe and list tables."""
+    """Create, describe, change and list tables."""
 
 
 @table_group.command("create", short_help="Create a table.")
@@ -109,7 +110,7 @@ def create(
         ignore_if_exists=if_not_exists,
     )
     out = output()
-    out.result(_describe(created), lambda: _render_description(created, "created "))
+    out.result(describe_table(created), lambda: render_description(created, "created "))
 
 
 @table_group.command("show", short_help="Describe a table.")
@@ -118,7 +119,7 @@ def create(
 def show(table: str, warehouse: str | None) -> None:
     """Describe TABLE: columns, keys, options, latest snapshot, size."""
     opened = open_table(table, warehouse)
-    output().result(_describe(opened), lambda: _render_description(opened, ""))
+    output().result(describe_table(opened), lambda: render_description(opened, ""))
 
 
 def _fields(table: Table) -> list[dict[str, Any]]:
@@ -130,7 +131,7 @@ def _fields(table: Table) -> list[dict[str, Any]]:
     ]
 
 
-def _describe(table: Table) -> dict[str, Any]:
+def describe_table(table: Table) -> dict[str, Any]:
     latest = table.latest_snapshot()
     snapshots = rows_of(table.system_table("snapshots"))
     files = table.system_table("files")
@@ -150,9 +151,9 @@ def _describe(table: Table) -> dict[str, Any]:
     }
 
 
-def _render_description(table: Table, verb: str) -> None:
+def render_description(table: Table, verb: str) -> None:
     out = output()
-    doc = _describe(table)
+    doc = describe_table(table)
     kind = "primary-key table" if doc["primary_keys"] else "append table"
     out.print(f"[bold]{verb}{kind}[/bold] {doc['table']}  [dim]{doc['path']}[/dim]")
     keys = {"partition_keys": "partition", "primary_keys": "primary key"}
