@@ -19,6 +19,7 @@ from shoal.errors import (
     SnapshotNotFoundError,
     TagNotFoundError,
 )
+from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
 from shoal.read.files import merged_batches, read_batches, read_merged, read_table
 
@@ -28,6 +29,15 @@ logger = logging.getLogger(__name__)
 # How many times a read of the latest snapshot plans again when that snapshot expires
 # under it (each time against the snapshot that is then the latest).
 EXPIRED_SNAPSHOT_REPLANS = 3
+
+
+def read_schema(store: FileStore, snapshot: Snapshot | None, *, latest: bool) -> TableSchema:
+    """The schema a read returns rows of, as Paimon chooses it: the table's schema for
+    a read of the latest snapshot, the snapshot's own for time travel (a snapshot from
+    before a column was added, renamed or dropped reads with the columns it had)."""
+    if latest or snapshot is None:
+        return store.schema
+    return store.schema_of(snapshot.schema_id)
 
 
 class Scan:
@@ -73,13 +83,16 @@ class Scan:
         read_optimized: bool = False,
         latest: bool = False,
         tag: str | None = None,
+        schema: TableSchema | None = None,
     ) -> None:
         self._store = store
         self.snapshot = snapshot
         self.columns = list(columns) if columns is not None else None
         self._dnf = dnf
         self._splits: list[DataSplit] | None = None
-        schema = store.schema_of(snapshot.schema_id) if snapshot is not None else store.schema
+        if schema is None:
+            schema = read_schema(store, snapshot, latest=latest)
+        self.table_schema = schema
         self.schema: pa.Schema = schema.arrow_schema()
         self.merging = store.is_primary_key and not read_optimized
         self.read_optimized = read_optimized
@@ -98,10 +111,11 @@ class Scan:
         if self.merging:
             # Only key columns prune a merged read: every version of a row has its key.
             prune = restrict(prune, set(store.schema.primary_keys))
-        entries = live_entries(store, snapshot, prune)
+        target = self.table_schema
+        entries = live_entries(store, snapshot, prune, target=target)
         if store.is_primary_key and self.read_optimized:
             entries = [e for e in entries if e.file.level == store.max_level]
-        return make_splits(store, snapshot.id, entries, whole_buckets=self.merging)
+        return make_splits(store, snapshot.id, entries, whole_buckets=self.merging, schema=target)
 
     def to_arrow(self) -> pa.Table:
         for replans in itertools.count():
@@ -113,11 +127,11 @@ class Scan:
 
     def _read(self) -> pa.Table:
         if self.merging:
-            return read_merged(self._store, self.plan(), self.columns, self._dnf)
+            return read_merged(self._store, self.plan(), self.columns, self._dnf, self.table_schema)
         return read_table(
-            self._store.file_io,
+            self._store,
             self.plan(),
-            self.schema,
+            self.table_schema,
             self.columns,
             self._dnf,
             key_value=self._store.is_primary_key,
@@ -137,13 +151,16 @@ class Scan:
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
         if self.merging:
-            for table in merged_batches(self._store, self.plan(), self.columns, self._dnf):
+            merged = merged_batches(
+                self._store, self.plan(), self.columns, self._dnf, self.table_schema
+            )
+            for table in merged:
                 yield from table.to_batches()
             return
         yield from read_batches(
-            self._store.file_io,
+            self._store,
             self.plan(),
-            self.schema,
+            self.table_schema,
             self.columns,
             self._dnf,
             key_value=self._store.is_primary_key,
@@ -185,5 +202,5 @@ class Scan:
         )
         self.snapshot = latest
         self._splits = None
-        if latest is not None:
-            self.schema = store.schema_of(latest.schema_id).arrow_schema()
+        self.table_schema = store.schema
+        self.schema = store.schema.arrow_schema()

@@ -40,7 +40,7 @@ from shoal.options import parse_duration
 from shoal.read.files import read_merged, read_table
 from shoal.read.incremental import keyed_diff, plan_incremental
 from shoal.read.system_tables import NEEDS_SNAPSHOT, system_table
-from shoal.scan import Scan
+from shoal.scan import Scan, read_schema
 from shoal.transaction import Transaction, merge_new_columns, partition_scope
 from shoal.write.commit import WHOLE_TABLE, FileStoreCommit
 from shoal.write.conform import to_batches
@@ -456,11 +456,8 @@ class Table:
         selects the view without merging, which for an append table is every file.
         """
         snapshot = self._resolve(snapshot_id, tag, timestamp_ms)
-        schema = (
-            self._store.schema_of(snapshot.schema_id)
-            if snapshot is not None
-            else self._store.schema
-        )
+        latest = snapshot_id is None and tag is None and timestamp_ms is None
+        schema = read_schema(self._store, snapshot, latest=latest)
         types = {f.name: f.type for f in schema.fields}
         if columns is not None:
             unknown = [c for c in columns if c not in types]
@@ -474,8 +471,9 @@ class Table:
             columns,
             P.parse_filter(filter, types),
             read_optimized=read_optimized,
-            latest=snapshot_id is None and tag is None and timestamp_ms is None,
+            latest=latest,
             tag=tag,
+            schema=schema,
         )
 
     def to_arrow(
@@ -524,7 +522,7 @@ class Table:
             return rows.select(list(columns)) if columns is not None else rows
         if store.is_primary_key:
             return read_merged(store, plan.splits, columns, dnf)
-        return read_table(store.file_io, plan.splits, store.arrow_schema, columns, dnf)
+        return read_table(store, plan.splits, store.schema, columns, dnf)
 
     def system_table(
         self, name: str, *, snapshot_id: int | None = None, tag: str | None = None

@@ -147,3 +147,12 @@ def test_statistics_convert_only_when_exact() -> None:
         datetime.datetime(2024, 5, 6),
     )
     assert casts.exact_stat(None, t("INT"), t("STRING")) == (True, None)
+
+
+def test_order_is_kept_by_widening_only() -> None:
+    assert casts.keeps_order(t("INT"), t("BIGINT"))
+    assert casts.keeps_order(t("DATE"), t("TIMESTAMP(3)"))
+    assert casts.keeps_order(t("VARCHAR(3)"), t("STRING"))
+    assert not casts.keeps_order(t("INT"), t("STRING"))
+    assert not casts.keeps_order(t("BOOLEAN"), t("INT"))
+    assert not casts.keeps_order(t("BIGINT"), t("DOUBLE"))

@@ -639,7 +639,8 @@ _ROW_KINDS: dict[str, str] = {
 }
 
 SchemaChange = tuple[Any, ...]
-"""One change for `alter`: ("add_column", name, type), ("drop_column", name),
+"""One change for `alter`: ("add_column", name, type[, {"after": column} or {"first": True}]),
+("drop_column", name),
 ("rename_column", name, new_name), ("update_column_type", name, type), ("set_option", key,
 value) or ("remove_option", key). A type is an Arrow type or a Paimon SQL string
 ("INT NOT NULL")."""
@@ -820,7 +821,10 @@ def alter(identifier: str, changes: Sequence[SchemaChange]) -> Op[None]:
     for change in changes:
         action, *args = change
         if action == "add_column":
-            encoded.append({"action": action, "name": args[0], "type": _type_string(args[1])})
+            position = args[2] if len(args) > 2 else {}
+            encoded.append(
+                {"action": action, "name": args[0], "type": _type_string(args[1]), **position}
+            )
         elif action == "drop_column":
             encoded.append({"action": action, "name": args[0]})
         elif action == "rename_column":

@@ -1,5 +1,7 @@
 """Rewriting one bucket's picked files into new files at the output level.
 
+Files written under older schemas are read with their own columns and mapped onto the
+table's schema by field id, so the output is written in the current schema.
 The merge streams (one batch per sorted run in memory) into rolling files; rows keep
 their sequence numbers, so files left out of the compaction still order correctly
 against the output. Delete rows are dropped only when nothing older can remain
@@ -13,9 +15,10 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from shoal.core.plan import readable_file_check
 from shoal.core.store import FileStore
 from shoal.format.data_file import FILE_SOURCE_COMPACT, DataFileMeta
-from shoal.primary_key.levels import run_paths, sorted_runs
+from shoal.primary_key.levels import run_files, sorted_runs
 from shoal.primary_key.merge import BucketMerger
 from shoal.primary_key.runs import CompactUnit, EventTimeSplit
 from shoal.write.files import CommitMessage, RollingFileWriter, write_all
@@ -26,14 +29,18 @@ def rewrite(
 ) -> CommitMessage:
     """Merge ``unit.files`` into files at ``unit.output_level``; the message deletes the
     inputs and adds the outputs."""
+    check = readable_file_check(store, store.schema)
+    for f in unit.files:
+        check(f)
     bucket_path = store.paths.bucket_dir(store.partitions.path(partition), bucket)
-    paths = run_paths(sorted_runs(unit.files, store.decode_key), bucket_path)
+    runs = run_files(sorted_runs(unit.files, store.decode_key), bucket_path)
     merger = BucketMerger(
         store.file_io,
         store.layout,
         store.merge_settings,
         keep_system=True,
         drop_deletes=drop_deletes,
+        schemas=store.schema_of,
     )
 
     def writer(level: int) -> RollingFileWriter:
@@ -46,7 +53,7 @@ def rewrite(
             file_source=FILE_SOURCE_COMPACT,
         )
 
-    merged = merger.merge(paths)
+    merged = merger.merge(runs)
     if unit.split is None:
         files = write_all(writer(unit.output_level), merged)
     else:

@@ -18,11 +18,13 @@ from shoal import options as O
 from shoal.core import predicate as P
 from shoal.core.paths import data_file_path
 from shoal.errors import UnsupportedFeatureError
-from shoal.format import binary_row
+from shoal.format import binary_row, casts
 from shoal.format import manifest as M
 from shoal.format import types as T
 from shoal.format.data_file import DataFileMeta
+from shoal.format.evolution import FieldMapping, same_fields
 from shoal.format.manifest import ManifestEntry, ManifestFileMeta
+from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -74,8 +76,10 @@ def live_entries(
     partition_filter: PartitionFilter | None = None,
     *,
     partitions: Collection[bytes] | None = None,
+    target: TableSchema | None = None,
 ) -> list[ManifestEntry]:
-    """The ADD entries live in ``snapshot`` that may hold rows matching ``dnf``.
+    """The ADD entries live in ``snapshot`` that may hold rows matching ``dnf`` (over
+    the columns of ``target``, by default the table's schema).
 
     ``partition_filter`` keeps the entries of the partitions it accepts; ``partitions``
     keeps those of the given partitions only: manifests whose partition statistics
@@ -106,7 +110,7 @@ def live_entries(
     parts = store.manifests.read_manifests(metas, selection)
     merged = M.merge_entries(e for part in parts for e in part)
     out = []
-    file_pruner = _file_pruner(store, dnf, partition_keys)
+    file_pruner = _file_pruner(store, dnf, partition_keys, target or store.schema)
     for entry in merged:
         if entry.kind != M.KIND_ADD or not keep_partition(entry.partition):
             continue
@@ -184,14 +188,27 @@ def _partition_pruner(
     return keep
 
 
+# How one filtered column is found in a file's statistics: its position there and
+# its type in the file's schema and in the target's, or absent (added later: only nulls).
+_StatsColumn = tuple[int, T.DataType, T.DataType] | None
+_ABSENT: _StatsColumn = None
+
+
 def _file_pruner(
-    store: FileStore, dnf: P.Dnf | None, partition_keys: set[str]
+    store: FileStore, dnf: P.Dnf | None, partition_keys: set[str], target: TableSchema
 ) -> Callable[[DataFileMeta], bool] | None:
+    """A check that a file may hold rows matching ``dnf`` by its column statistics.
+
+    A file's statistics are those of the schema it was written with, matched to the
+    filter's columns by field id: a column the file lacks holds only nulls there, and
+    statistics of another type count only when they convert exactly
+    (``casts.exact_stat``)."""
     if dnf is None or P.columns_of(dnf) <= partition_keys:
         return None
-    layouts: dict[tuple[int, tuple[str, ...] | None], tuple[list[str], list[T.DataType]]] = {}
+    filtered = [f for f in target.fields if f.name in P.columns_of(dnf)]
+    layouts: dict[tuple[int, tuple[str, ...] | None], tuple[list[T.DataType], dict[str, Any]]] = {}
 
-    def layout(f: DataFileMeta) -> tuple[list[str], list[T.DataType]]:
+    def layout(f: DataFileMeta) -> tuple[list[T.DataType], dict[str, _StatsColumn]]:
         key = (f.schema_id, f.value_stats_cols)
         found = layouts.get(key)
         if found is None:
@@ -199,32 +216,64 @@ def _file_pruner(
             names = (
                 list(f.value_stats_cols) if f.value_stats_cols is not None else schema.field_names
             )
-            types = [schema.field(n).type for n in names]
-            found = layouts[key] = (names, types)
+            found = layouts[key] = (
+                [schema.field(n).type for n in names],
+                _stats_columns(schema, names, filtered),
+            )
         return found
 
     def keep(f: DataFileMeta) -> bool:
-        names, types = layout(f)
-        if not names:
+        types, columns = layout(f)
+        if not columns:
             return True
         try:
-            mins = binary_row.deserialize(f.value_stats.min_values, types)
-            maxs = binary_row.deserialize(f.value_stats.max_values, types)
+            mins = binary_row.deserialize(f.value_stats.min_values, types) if types else ()
+            maxs = binary_row.deserialize(f.value_stats.max_values, types) if types else ()
         except ValueError:
             return True
         nulls = f.value_stats.null_counts or ()
-        index = {n: i for i, n in enumerate(names)}
 
         def lookup(column: str) -> P.ColumnStats | None:
-            i = index.get(column)
-            if i is None:
+            if column not in columns:
                 return None
+            found = columns[column]
+            if found is _ABSENT:
+                return P.ColumnStats(None, None, f.row_count, f.row_count)
+            assert found is not None
+            i, old, new = found
             null_count = nulls[i] if i < len(nulls) else None
-            return P.ColumnStats(mins[i], maxs[i], null_count, f.row_count)
+            low, high = _converted(mins[i], old, new), _converted(maxs[i], old, new)
+            return P.ColumnStats(low, high, null_count, f.row_count)
 
         return P.may_match(dnf, lookup)
 
     return keep
+
+
+def _stats_columns(
+    schema: TableSchema, names: list[str], filtered: list[T.DataField]
+) -> dict[str, _StatsColumn]:
+    """Where each filtered column is in statistics over ``names`` of ``schema``: columns
+    the file holds without statistics are left out (nothing is known of them)."""
+    position = {n: i for i, n in enumerate(names)}
+    by_id = {f.id: f for f in schema.fields}
+    out: dict[str, _StatsColumn] = {}
+    for field in filtered:
+        source = by_id.get(field.id)
+        if source is None:
+            out[field.name] = _ABSENT
+        elif source.name in position:
+            out[field.name] = (position[source.name], source.type, field.type)
+    return out
+
+
+def _converted(value: Any, old: T.DataType, new: T.DataType) -> Any:
+    """A statistic of ``old`` as one of ``new``; None (unknown) when not exact."""
+    if old == new or value is None:
+        return value
+    if isinstance(old, T.AtomicType) and isinstance(new, T.AtomicType):
+        return casts.exact_stat(value, old, new)[1]
+    return None
 
 
 def make_splits(
@@ -233,15 +282,17 @@ def make_splits(
     entries: Sequence[ManifestEntry],
     *,
     whole_buckets: bool = False,
+    schema: TableSchema | None = None,
 ) -> list[DataSplit]:
-    """Pack each bucket's files, in sequence order, into splits of about the target size.
+    """Pack each bucket's files, in sequence order, into splits of about the target size;
+    every file must be readable as rows of ``schema`` (by default the table's).
 
     With ``whole_buckets`` (a primary-key table read with merging) a bucket is never
     divided: its files are merged together.
     """
     target = store.options.get(O.SPLIT_TARGET_SIZE)
     open_cost = store.options.get(O.SPLIT_OPEN_FILE_COST)
-    check = readable_file_check(store)
+    check = readable_file_check(store, schema or store.schema)
     by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
     for entry in entries:
         check(entry.file)
@@ -269,20 +320,20 @@ def make_splits(
     return splits
 
 
-def readable_file_check(store: FileStore) -> Callable[[DataFileMeta], None]:
-    """A check that a data file holds what shoal's readers read exactly: a Parquet file
-    in its bucket directory, with every column, written under a schema whose columns
-    (by field id) are the table's, so that reading columns by name is reading them by
-    field id. Raises UnsupportedFeatureError for any other file, before anything is read.
+def readable_file_check(store: FileStore, target: TableSchema) -> Callable[[DataFileMeta], None]:
+    """A check that a data file holds what shoal's readers read exactly as rows of
+    ``target``: a Parquet file in its bucket directory, with every column, whose
+    schema's columns map onto the target's by field id with types shoal converts as
+    Paimon does. Raises UnsupportedFeatureError for any other file, before anything
+    is read.
 
     Tables written by Paimon's engines may hold files of other formats (ORC was
     Paimon's default up to 0.8, so a table whose options name no format may hold it),
     files outside the table (external paths), files with some columns only (data
-    evolution), and files written before a column was added, renamed, dropped or
-    retyped (schema evolution).
+    evolution), and files written before a column changed to a type whose values
+    shoal does not convert exactly.
     """
-    columns = [(f.id, f.name, f.type) for f in store.schema.fields]
-    alike = {store.schema.id}
+    checked = {target.id}
 
     def check(f: DataFileMeta) -> None:
         if not f.file_name.endswith(".parquet"):
@@ -292,18 +343,35 @@ def readable_file_check(store: FileStore) -> Callable[[DataFileMeta], None]:
             _refuse(store, f"data files in external paths ({f.external_path})", "external paths")
         if f.write_cols is not None:
             _refuse(store, f"files with some columns only ({f.file_name})", "data evolution")
-        if f.schema_id not in alike:
-            other = store.schema_of(f.schema_id)
-            if [(c.id, c.name, c.type) for c in other.fields] != columns:
-                _refuse(
-                    store,
-                    f"files written under schema {f.schema_id}, whose columns differ from "
-                    f"those of schema {store.schema.id} ({f.file_name})",
-                    "schema evolution",
-                )
-            alike.add(f.schema_id)
+        if f.schema_id not in checked:
+            _check_schema(store, store.schema_of(f.schema_id), target, f.file_name)
+            checked.add(f.schema_id)
 
     return check
+
+
+def _check_schema(store: FileStore, schema: TableSchema, target: TableSchema, name: str) -> None:
+    """Files of ``schema`` read as rows of ``target``: every type change is one shoal
+    converts exactly, and a primary-key table's key keeps its order."""
+    if same_fields(schema.fields, target.fields):
+        return
+    what = f"table {store.uri!r}, file {name} of schema {schema.id}"
+    FieldMapping(schema.fields, target.fields).check(what)
+    if len(schema.primary_keys) != len(target.primary_keys):
+        _refuse(store, f"files whose primary key differs ({name})", "primary key change")
+    for old_name, new_name in zip(schema.primary_keys, target.primary_keys, strict=True):
+        old, new = schema.field(old_name), target.field(new_name)
+        if old.id != new.id or not (
+            isinstance(old.type, T.AtomicType)
+            and isinstance(new.type, T.AtomicType)
+            and casts.keeps_order(old.type, new.type)
+        ):
+            _refuse(
+                store,
+                f"files whose primary key column {new_name!r} changed from "
+                f"{casts.describe(old.type, new.type)} ({name})",
+                "primary key change",
+            )
 
 
 def _refuse(store: FileStore, what: str, feature: str) -> None:

@@ -198,25 +198,36 @@ def cast_array(array: pa.Array | pa.ChunkedArray, old: T.AtomicType, new: T.Atom
     return array.cast(target, safe=new.root not in _APPROXIMATE_NUMERIC)
 
 
+def keeps_order(old: T.AtomicType, new: T.AtomicType) -> bool:
+    """Whether converting values of ``old`` to ``new`` is exact and keeps their order
+    (keys stay sorted; a minimum stays the minimum)."""
+    if same_type(old, new):
+        return True
+    if not reads_exactly(old, new):
+        return False
+    a, b = old.root, new.root
+    if b in _APPROXIMATE_NUMERIC:
+        return a == T.FLOAT or a in _EXACT_IN_FLOAT[b]
+    if b == T.DECIMAL:
+        return a != T.BOOLEAN
+    if b == T.VARCHAR:
+        return a in _CHARACTER_STRING
+    return a in _INTEGER_RANK or a in _BINARY_STRING or a in _TIMESTAMP or a == T.DATE
+
+
 def exact_stat(value: Any, old: T.AtomicType, new: T.AtomicType) -> tuple[bool, Any]:
     """A min or max statistic of ``old`` as a value of ``new``: ``(True, value)`` when
-    the conversion keeps the order of all values and converts this one exactly,
+    the conversion keeps the order of values and converts this one exactly,
     ``(False, None)`` when the statistic says nothing under ``new``."""
     if value is None or same_type(old, new):
         return True, value
-    a, b = old.root, new.root
-    if a in _INTEGER_RANK and b in _INTEGER_RANK and reads_exactly(old, new):
-        return True, value
-    if b in _APPROXIMATE_NUMERIC and (a == T.FLOAT or a in _EXACT_IN_FLOAT[b]):
+    if not keeps_order(old, new):
+        return False, None
+    b = new.root
+    if b in _APPROXIMATE_NUMERIC:
         return True, float(value)
-    if b == T.DECIMAL and reads_exactly(old, new) and a != T.BOOLEAN:
+    if b == T.DECIMAL:
         return True, Decimal(value)
-    if a in _CHARACTER_STRING and b == T.VARCHAR and reads_exactly(old, new):
-        return True, value
-    if a in _BINARY_STRING and b == T.VARBINARY and reads_exactly(old, new):
-        return True, value
-    if a == b and a in _TIMESTAMP and reads_exactly(old, new):
-        return True, value
-    if a == T.DATE and b == T.TIMESTAMP and isinstance(value, datetime.date):
+    if old.root == T.DATE:
         return True, datetime.datetime.combine(value, datetime.time())
-    return False, None
+    return True, value

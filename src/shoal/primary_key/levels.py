@@ -46,6 +46,17 @@ def sorted_runs(
     return runs
 
 
-def run_paths(runs: Sequence[SortedRun], bucket_dir: str) -> list[list[str]]:
-    """Each run's file paths, in key order: what the merge reads."""
-    return [[data_file_path(bucket_dir, f) for f in run.files] for run in runs]
+@dataclass(frozen=True, slots=True)
+class RunFile:
+    """A file of a sorted run as the merge reads it: its path and the id of the schema
+    it was written with."""
+
+    path: str
+    schema_id: int
+
+
+def run_files(runs: Sequence[SortedRun], bucket_dir: str) -> list[list[RunFile]]:
+    """Each run's files, in key order: what the merge reads."""
+    return [
+        [RunFile(data_file_path(bucket_dir, f), f.schema_id) for f in run.files] for run in runs
+    ]

@@ -13,7 +13,7 @@ drops the key when that row is a delete; ``first-row`` keeps each key's first ro
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,27 +24,83 @@ import pyarrow.parquet as pq
 from shoal.core import kv
 from shoal.core.kv import FIRST_ROW, KeyValueLayout, MergeSettings
 from shoal.errors import CorruptDataFileError
+from shoal.format.evolution import FieldMapping, convert, same_fields
 from shoal.format.parquet import as_table_types
+from shoal.format.schema import TableSchema
 from shoal.io import FileIO, parallel_map
+from shoal.primary_key.levels import RunFile
 
 
 def _run_batches(
-    file_io: FileIO, paths: Sequence[str], schema: pa.Schema, batch_rows: int
+    file_io: FileIO, files: Sequence[RunFile], reader: Callable[[int], _FileReader], batch_rows: int
 ) -> Iterator[pa.Table]:
-    """Batches of a run's files in ``schema`` (other writers mark nullability, or spell
-    types, differently: every batch is cast to the table's own form)."""
-    for path in paths:
+    """Batches of a run's files in the merge's read schema (other writers mark
+    nullability, or spell types, differently, and older files hold older schemas:
+    every batch is brought to the table's own form)."""
+    for file in files:
+        read = reader(file.schema_id)
         try:
-            with file_io.open_input_file(path) as source:
+            with file_io.open_input_file(file.path) as source:
                 parquet = pq.ParquetFile(source)
-                for batch in parquet.iter_batches(batch_size=batch_rows, columns=schema.names):
+                for batch in parquet.iter_batches(batch_size=batch_rows, columns=read.columns):
                     if batch.num_rows:
-                        table = pa.Table.from_batches([batch])
-                        yield as_table_types(table, schema)
+                        yield read.adapt(pa.Table.from_batches([batch]))
         except FileNotFoundError as exc:
             raise CorruptDataFileError(str(exc)) from None
         except (pa.ArrowInvalid, OSError) as exc:
-            raise CorruptDataFileError(f"{path}: {exc}") from None
+            raise CorruptDataFileError(f"{file.path}: {exc}") from None
+
+
+class _FileReader:
+    """How the files of one schema are read into the merge's read schema: the columns
+    to read, and the mapping of a batch of them (by field id) onto the read schema."""
+
+    def __init__(
+        self, read_schema: pa.Schema, target: KeyValueLayout, written: KeyValueLayout
+    ) -> None:
+        self.read_schema = read_schema
+        self.target = target
+        self.written = written
+        self.mapping: FieldMapping | None = None
+        names = read_schema.names
+        if written.schema.id == target.schema.id or same_fields(
+            written.schema.fields, target.schema.fields
+        ):
+            self.columns = list(names)
+            return
+        self.mapping = FieldMapping(written.schema.fields, target.schema.fields)
+        system = len(target.key_columns) + 2
+        self.values = names[system:]
+        self.columns = [
+            *written.key_columns,
+            kv.SEQUENCE_NUMBER,
+            kv.VALUE_KIND,
+            *self.mapping.source_names(self.values),
+        ]
+        written_schema = written.file_schema
+        self.written_schema = pa.schema([written_schema.field(c) for c in self.columns])
+
+    def adapt(self, table: pa.Table) -> pa.Table:
+        if self.mapping is None:
+            return as_table_types(table, self.read_schema)
+        table = as_table_types(table, self.written_schema)
+        keys = [
+            convert(table.column(old), self.written.schema.field(old_name).type, t)
+            for old, old_name, t in zip(
+                self.written.key_columns,
+                self.written.key_names,
+                [self.target.schema.field(n).type for n in self.target.key_names],
+                strict=True,
+            )
+        ]
+        values = self.mapping.apply(table, self.values)
+        columns = [
+            *keys,
+            table.column(kv.SEQUENCE_NUMBER),
+            table.column(kv.VALUE_KIND),
+            *values.columns,
+        ]
+        return pa.Table.from_arrays(columns, schema=self.read_schema)
 
 
 def _le_mask(table: pa.Table, keys: list[str], frontier: tuple[Any, ...]) -> pa.Array:
@@ -153,7 +209,9 @@ def winners(rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings) -> 
 class BucketMerger:
     """Merges the given files of one bucket.
 
-    ``columns`` are the value columns to return (None: all); with ``keep_system``
+    Rows are those of ``layout``'s schema; a file written under another schema (found
+    by ``schemas``, the store's ``schema_of``) is read with its own layout and mapped
+    by field id. ``columns`` are the value columns to return (None: all); with ``keep_system``
     the output is in the data-file layout (keys, sequence, kind, values), as
     compaction writes it, and retractions are kept unless ``drop_deletes``.
     """
@@ -168,6 +226,7 @@ class BucketMerger:
         keep_system: bool = False,
         drop_deletes: bool = True,
         batch_rows: int = 65_536,
+        schemas: Callable[[int], TableSchema] | None = None,
     ) -> None:
         self.file_io = file_io
         self.layout = layout
@@ -183,12 +242,24 @@ class BucketMerger:
         file_schema = layout.file_schema
         self.read_schema = pa.schema([file_schema.field(c) for c in system + values + extra])
         self.output_columns = (system if keep_system else []) + values
+        self._schemas = schemas
+        self._readers: dict[int, _FileReader] = {}
 
-    def merge(self, runs: Sequence[Sequence[str]]) -> Iterator[pa.Table]:
-        """Rows of the runs (each a key-ordered list of file paths), one per key."""
+    def _reader(self, schema_id: int) -> _FileReader:
+        reader = self._readers.get(schema_id)
+        if reader is None:
+            schema = self.layout.schema
+            if schema_id != schema.id and self._schemas is not None:
+                schema = self._schemas(schema_id)
+            written = self.layout if schema.id == self.layout.schema.id else KeyValueLayout(schema)
+            reader = self._readers[schema_id] = _FileReader(self.read_schema, self.layout, written)
+        return reader
+
+    def merge(self, runs: Sequence[Sequence[RunFile]]) -> Iterator[pa.Table]:
+        """Rows of the runs (each a key-ordered list of files), one per key."""
         keys = self.layout.key_columns
         streams = [
-            _run_batches(self.file_io, paths, self.read_schema, self.batch_rows) for paths in runs
+            _run_batches(self.file_io, files, self._reader, self.batch_rows) for files in runs
         ]
         # Runs are read ahead together: Parquet decoding releases the GIL.
         buffers: list[pa.Table | None] = parallel_map(lambda s: next(s, None), streams)

@@ -1,37 +1,77 @@
 """Reading splits of append tables into Arrow.
 
-All files of a plan are read as one ``pyarrow.dataset`` with the table's schema
-given up front (no per-file schema inference), so reading is Arrow's own parallel
-Parquet scan; the row filter is pushed into it and applied exactly.
+All files of a plan written under the schema read (or one with the same columns) are
+read as one ``pyarrow.dataset`` with that schema given up front (no per-file schema
+inference), so reading is Arrow's own parallel Parquet scan; the row filter is
+pushed into it and applied exactly. Files written under another schema are read,
+one dataset per schema, with their own columns and mapped onto the schema read by
+field id (``format/evolution``); the filter's terms on columns they hold unchanged
+are pushed into their scan, and the whole filter applies after the mapping.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
 from shoal.core import predicate as P
-from shoal.core.kv import INSERT, UPDATE_AFTER, VALUE_KIND
+from shoal.core.kv import INSERT, UPDATE_AFTER, VALUE_KIND, KeyValueLayout
 from shoal.core.plan import DataSplit
 from shoal.core.store import FileStore
 from shoal.errors import CorruptDataFileError
 from shoal.format import parquet
+from shoal.format.evolution import FieldMapping, same_fields
+from shoal.format.schema import TableSchema
 from shoal.io import FileIO
-from shoal.primary_key.levels import run_paths, sorted_runs
+from shoal.primary_key.levels import run_files, sorted_runs
 from shoal.primary_key.merge import BucketMerger
 
 _FORMAT = ds.ParquetFileFormat()
 
 
-def _dataset(file_io: FileIO, splits: Sequence[DataSplit], schema: pa.Schema) -> ds.Dataset:
-    paths = [p for split in splits for p in split.file_paths]
+def _dataset(file_io: FileIO, paths: list[str], schema: pa.Schema) -> ds.Dataset:
     # Times and timestamps in their stored units: a timestamp column stored as INT64
     # without annotation (beside INT96 ones) reads in the unit its precision implies.
     stored = parquet.read_schema(schema)
     return ds.dataset(paths, schema=stored, format=_FORMAT, filesystem=file_io.fs)
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Files written under one schema, read as one dataset: ``mapping`` is None when
+    their columns are the target's (read as they are), else it maps them by field id;
+    ``schema`` is the Arrow schema of their columns."""
+
+    paths: list[str]
+    schema: pa.Schema
+    mapping: FieldMapping | None = None
+
+
+def _groups(store: FileStore, splits: Sequence[DataSplit], target: TableSchema) -> list[_Group]:
+    """The files of ``splits`` by the schema they were written with: first all files
+    whose columns are the target's, then each other schema's."""
+    alike: dict[int, bool] = {target.id: True}
+    paths: dict[int | None, list[str]] = {None: []}
+    for split in splits:
+        for f, path in zip(split.files, split.file_paths, strict=True):
+            same = alike.get(f.schema_id)
+            if same is None:
+                same = alike[f.schema_id] = same_fields(
+                    store.schema_of(f.schema_id).fields, target.fields
+                )
+            paths.setdefault(None if same else f.schema_id, []).append(path)
+    groups = [_Group(paths.pop(None), target.arrow_schema())] if paths[None] else []
+    paths.pop(None, None)
+    for schema_id, group_paths in paths.items():
+        assert schema_id is not None
+        written = store.schema_of(schema_id)
+        mapping = FieldMapping(written.fields, target.fields)
+        groups.append(_Group(group_paths, written.arrow_schema(), mapping))
+    return groups
 
 
 def _row_filter(
@@ -48,31 +88,90 @@ def _row_filter(
 
 
 def read_table(
-    file_io: FileIO,
+    store: FileStore,
     splits: Sequence[DataSplit],
-    schema: pa.Schema,
+    target: TableSchema,
     columns: Sequence[str] | None,
     dnf: P.Dnf | None,
     *,
     key_value: bool = False,
 ) -> pa.Table:
-    """Every matching row of ``splits`` as one table with ``columns`` of ``schema``
+    """Every matching row of ``splits`` as one table with ``columns`` of ``target``
     (``key_value``: the files are a primary-key table's, read without merging)."""
-    projected = _project(schema, columns)
+    projected = _project(target.arrow_schema(), columns)
     if not splits:
         return projected.empty_table()
-    dataset_schema, row_filter = _row_filter(schema, dnf, key_value)
+    tables = [
+        _read_group(store.file_io, group, projected, dnf, key_value)
+        for group in _groups(store, splits, target)
+    ]
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+def _read_group(
+    file_io: FileIO, group: _Group, projected: pa.Schema, dnf: P.Dnf | None, key_value: bool
+) -> pa.Table:
+    mapping = group.mapping
+    if mapping is None:
+        dataset_schema, row_filter = _row_filter(group.schema, dnf, key_value)
+        with _data_errors():
+            table = _dataset(file_io, group.paths, dataset_schema).to_table(
+                columns=list(projected.names), filter=row_filter
+            )
+        return _exact(table, projected)
+    needed, sources = _mapped_columns(mapping, projected, dnf)
+    dataset_schema, row_filter = _row_filter(group.schema, _pushdown(mapping, dnf), key_value)
     with _data_errors():
-        table = _dataset(file_io, splits, dataset_schema).to_table(
-            columns=list(projected.names), filter=row_filter
+        table = _dataset(file_io, group.paths, dataset_schema).to_table(
+            columns=sources, filter=row_filter
         )
-    return _exact(table, projected)
+    return _mapped(table, group, needed, projected, dnf)
+
+
+def _mapped_columns(
+    mapping: FieldMapping, projected: pa.Schema, dnf: P.Dnf | None
+) -> tuple[list[str], list[str]]:
+    """The target columns a mapped read builds (projected, then filtered), and the
+    file's columns it reads for them."""
+    needed = list(projected.names) + sorted(P.columns_of(dnf) - set(projected.names))
+    return needed, mapping.source_names(needed)
+
+
+def _mapped(
+    table: pa.Table, group: _Group, needed: list[str], projected: pa.Schema, dnf: P.Dnf | None
+) -> pa.Table:
+    """Rows read from files of another schema as rows of the target, filtered exactly."""
+    assert group.mapping is not None
+    table = _exact(table, _project(group.schema, table.column_names))
+    rows = group.mapping.apply(table, needed)
+    if dnf is not None:
+        rows = rows.filter(P.to_expression(dnf))
+    return _exact(rows.select(list(projected.names)), projected)
+
+
+def _pushdown(mapping: FieldMapping, dnf: P.Dnf | None) -> P.Dnf | None:
+    """A weaker filter that files of another schema can apply as they are read: the
+    terms on columns they hold with the target's type, under their own names (the
+    exact filter applies after mapping). None when some OR branch keeps no term."""
+    if dnf is None:
+        return None
+    groups = []
+    for group in dnf:
+        kept = []
+        for term in group:
+            name = mapping.name_as_is(term.column)
+            if name is not None:
+                kept.append(P.Term(name, term.op, term.value))
+        if not kept:
+            return None
+        groups.append(tuple(kept))
+    return tuple(groups)
 
 
 def read_batches(
-    file_io: FileIO,
+    store: FileStore,
     splits: Sequence[DataSplit],
-    schema: pa.Schema,
+    target: TableSchema,
     columns: Sequence[str] | None,
     dnf: P.Dnf | None,
     *,
@@ -80,17 +179,44 @@ def read_batches(
     key_value: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Matching rows as a stream of batches; memory stays bounded by Arrow's read-ahead."""
-    projected = _project(schema, columns)
+    projected = _project(target.arrow_schema(), columns)
     if not splits:
         return
-    dataset_schema, row_filter = _row_filter(schema, dnf, key_value)
+    for group in _groups(store, splits, target):
+        yield from _group_batches(
+            store.file_io, group, projected, dnf, key_value=key_value, batch_size=batch_size
+        )
+
+
+def _group_batches(
+    file_io: FileIO,
+    group: _Group,
+    projected: pa.Schema,
+    dnf: P.Dnf | None,
+    *,
+    key_value: bool,
+    batch_size: int,
+) -> Iterator[pa.RecordBatch]:
+    mapping = group.mapping
+    needed, sources = list(projected.names), list(projected.names)
+    pushed = dnf
+    if mapping is not None:
+        needed, sources = _mapped_columns(mapping, projected, dnf)
+        pushed = _pushdown(mapping, dnf)
+    dataset_schema, row_filter = _row_filter(group.schema, pushed, key_value)
     with _data_errors():
-        scanner = _dataset(file_io, splits, dataset_schema).scanner(
-            columns=list(projected.names), filter=row_filter, batch_size=batch_size
+        scanner = _dataset(file_io, group.paths, dataset_schema).scanner(
+            columns=sources, filter=row_filter, batch_size=batch_size
         )
         for batch in scanner.to_batches():
-            if batch.num_rows:
+            if not batch.num_rows:
+                continue
+            if mapping is None:
                 yield _exact_batch(batch, projected)
+                continue
+            rows = _mapped(pa.Table.from_batches([batch]), group, needed, projected, dnf)
+            if rows.num_rows:
+                yield from rows.combine_chunks().to_batches()
 
 
 @contextmanager
@@ -127,20 +253,27 @@ def merged_batches(
     splits: Sequence[DataSplit],
     columns: Sequence[str] | None,
     dnf: P.Dnf | None,
+    target: TableSchema | None = None,
 ) -> Iterator[pa.Table]:
-    """Rows of a primary-key table's splits, merged per bucket (the real-time view).
+    """Rows of a primary-key table's splits, merged per bucket (the real-time view), as
+    rows of ``target`` (by default the table's schema).
 
     The filter applies after merging: a value filter applied before could let an
     older version of a row show through a newer one that fails it.
     """
-    wanted = list(columns) if columns is not None else list(store.arrow_schema.names)
+    target = target or store.schema
+    layout = store.layout if target.id == store.schema.id else KeyValueLayout(target)
+    arrow_schema = layout.value_schema
+    wanted = list(columns) if columns is not None else list(arrow_schema.names)
     needed = wanted + sorted(P.columns_of(dnf) - set(wanted))
-    schema = _project(store.arrow_schema, wanted)
-    merger = BucketMerger(store.file_io, store.layout, store.merge_settings, columns=needed)
+    schema = _project(arrow_schema, wanted)
+    merger = BucketMerger(
+        store.file_io, layout, store.merge_settings, columns=needed, schemas=store.schema_of
+    )
     expression = P.to_expression(dnf) if dnf is not None else None
     for split in splits:
-        paths = run_paths(sorted_runs(split.files, store.decode_key), split.bucket_path)
-        for table in merger.merge(paths):
+        files = run_files(sorted_runs(split.files, store.decode_key), split.bucket_path)
+        for table in merger.merge(files):
             if expression is not None:
                 table = table.filter(expression)
             if table.num_rows:
@@ -152,9 +285,11 @@ def read_merged(
     splits: Sequence[DataSplit],
     columns: Sequence[str] | None,
     dnf: P.Dnf | None,
+    target: TableSchema | None = None,
 ) -> pa.Table:
     # Buckets merge one after another: Arrow already decodes and sorts on all cores, and
     # merging several buckets at once only multiplies the memory.
-    schema = _project(store.arrow_schema, columns)
-    tables = list(merged_batches(store, splits, columns, dnf))
+    target = target or store.schema
+    schema = _project(target.arrow_schema(), columns)
+    tables = list(merged_batches(store, splits, columns, dnf, target))
     return pa.concat_tables(tables) if tables else schema.empty_table()

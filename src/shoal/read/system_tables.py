@@ -15,9 +15,11 @@ from shoal.core.store import FileStore
 from shoal.errors import InvalidArgumentError
 from shoal.event_time.bounds import EventTimeBounds
 from shoal.event_time.watermark import backlog_by_bucket, watermark_of
-from shoal.format import binary_row
+from shoal.format import binary_row, casts
 from shoal.format import types as T
-from shoal.format.data_file import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT
+from shoal.format.data_file import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, DataFileMeta
+from shoal.format.evolution import same_fields
+from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
 
 _MS = pa.timestamp("ms")
@@ -90,11 +92,7 @@ def files_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
     for e in entries:
         f = e.file
         schema = store.schema_of(f.schema_id)
-        names = list(f.value_stats_cols) if f.value_stats_cols is not None else schema.field_names
-        types = [schema.field(n).type for n in names]
-        mins = _stats_values(f.value_stats.min_values, types) if names else ()
-        maxs = _stats_values(f.value_stats.max_values, types) if names else ()
-        nulls = f.value_stats.null_counts or ()
+        names, nulls, mins, maxs = _file_stats(f, schema, store.schema)
         partition_path = store.partitions.path(e.partition)
         cols["partition"].append(partition_path or None)
         cols["bucket"].append(e.bucket)
@@ -122,6 +120,48 @@ def files_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
         cols["first_row_id"].append(f.first_row_id)
         cols["write_cols"].append(list(f.write_cols) if f.write_cols is not None else None)
     return pa.table(cols, schema=_FILES_SCHEMA)
+
+
+def _file_stats(
+    f: DataFileMeta, schema: TableSchema, table: TableSchema
+) -> tuple[list[str], tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
+    """A file's column statistics (names, null counts, minimums, maximums) under the
+    table's schema: a file written under another schema has its statistics matched by
+    field id, a column added since counts only nulls, and a statistic of another type
+    shows only when it converts exactly."""
+    names = list(f.value_stats_cols) if f.value_stats_cols is not None else schema.field_names
+    types = [schema.field(n).type for n in names]
+    mins = _stats_values(f.value_stats.min_values, types) if names else ()
+    maxs = _stats_values(f.value_stats.max_values, types) if names else ()
+    nulls = tuple(f.value_stats.null_counts or ())
+    if schema.id == table.id or same_fields(schema.fields, table.fields):
+        return names, nulls, mins, maxs
+    position = {n: i for i, n in enumerate(names)}
+    by_id = {field.id: field for field in schema.fields}
+    out: tuple[list[str], list[Any], list[Any], list[Any]] = ([], [], [], [])
+    for field in table.fields:
+        source = by_id.get(field.id)
+        i = position.get(source.name) if source is not None else None
+        if source is not None and i is None:
+            continue  # kept without statistics
+        out[0].append(field.name)
+        if source is None or i is None:
+            out[1].append(f.row_count)
+            out[2].append(None)
+            out[3].append(None)
+            continue
+        out[1].append(nulls[i] if i < len(nulls) else None)
+        out[2].append(_stat_as(mins[i], source.type, field.type))
+        out[3].append(_stat_as(maxs[i], source.type, field.type))
+    return out[0], tuple(out[1]), tuple(out[2]), tuple(out[3])
+
+
+def _stat_as(value: Any, old: T.DataType, new: T.DataType) -> Any:
+    if old == new:
+        return value
+    if isinstance(old, T.AtomicType) and isinstance(new, T.AtomicType):
+        return casts.exact_stat(value, old, new)[1]
+    return None
 
 
 def _stats_values(data: bytes, types: list[T.DataType]) -> tuple[Any, ...]:

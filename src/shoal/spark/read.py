@@ -104,9 +104,8 @@ class ShoalReader(DataSourceReader):
         self._options = options
         self._schema = schema
         self._parallelism = parallelism or os.cpu_count() or 1
-        self._columns = table_columns(schema.fieldNames(), store.schema, "the read schema")
         self._snapshot: Snapshot | None = None
-        self._file_schema = store.arrow_schema
+        self._table_schema = store.schema
         incremental = options.incremental
         if incremental is None:
             # The one point where the snapshot is chosen: partitions() plans from it.
@@ -117,17 +116,18 @@ class ShoalReader(DataSourceReader):
                 read_optimized=options.read_optimized,
             )
             self._snapshot = scan.snapshot
-            self._file_schema = scan.schema
+            self._table_schema = scan.table_schema
             self._mode = MERGED if scan.merging else FILES
         else:
             self._mode = MERGED if store.is_primary_key else FILES
+        self._columns = table_columns(schema.fieldNames(), self._table_schema, "the read schema")
         self._key_value = store.is_primary_key and self._mode == FILES
         # The read option ``filter``: part of what this DataFrame is, so every query on
         # it prunes and filters alike.
         self._dnf: P.Dnf | None = None
         if options.filter is not None:
-            types = {f.name: f.type for f in store.schema.fields}
-            raw = filter_text.parse(options.filter, self._file_schema)
+            types = {f.name: f.type for f in self._table_schema.fields}
+            raw = filter_text.parse(options.filter, self._table_schema.arrow_schema())
             self._dnf = P.parse_filter(raw, types)
 
     def __getstate__(self) -> dict[str, object]:
@@ -160,6 +160,7 @@ class ShoalReader(DataSourceReader):
                 list(self._columns),
                 self._dnf,
                 read_optimized=options.read_optimized,
+                schema=self._table_schema,
             )
             splits = scan.plan()
         else:
@@ -196,13 +197,14 @@ class ShoalReader(DataSourceReader):
                 rows = rows.filter(P.to_expression(self._dnf))
             yield from rows.select(columns).to_batches()
         elif self._mode == MERGED:
-            for table in merged_batches(store, partition.splits, columns, self._dnf):
+            merged = merged_batches(store, partition.splits, columns, self._dnf, self._table_schema)
+            for table in merged:
                 yield from table.to_batches()
         else:
             yield from read_batches(
-                store.file_io,
+                store,
                 partition.splits,
-                self._file_schema,
+                self._table_schema,
                 columns,
                 self._dnf,
                 key_value=self._key_value,
