@@ -148,6 +148,12 @@ def test_nested_fields_are_matched_by_id(tmp_path: Path) -> None:
     ]
     assert table.to_arrow(filter=[("n", "=", 10)]).column("id").to_pylist() == [1]
     assert table.to_arrow(columns=["added"], filter=[("added", "=", None)]).num_rows == 2
+    # Incremental reads return rows of the table's schema.
+    assert table.incremental(0, 1).column("information").to_pylist() == [
+        {"w": None, "yy": "a", "x": 1},
+        None,
+    ]
+    assert table.incremental(1, 2).column("id").to_pylist() == [3]
     # The old schema's snapshot reads with the old schema's columns.
     first = table.to_arrow(snapshot_id=1)
     assert first.schema == NESTED
