@@ -229,3 +229,44 @@ def test_a_failure_while_moving_leaves_only_orphans(
     moved = table.remove_orphan_files(older_than=datetime.now())
     assert moved.deleted_count == 1  # the one file moved before the failure
     assert [r["id"] for r in sorted_rows(shoal.open_table(path).to_arrow(), "id")] == list(range(5))
+
+
+def test_spark_writes_paimons_layout_whatever_the_session_says(
+    spark: SparkSession, catalog: shoal.Catalog
+) -> None:
+    """Decimals up to precision 18 as INT32/INT64, timestamps as INT64 microseconds, no
+    field ids: the layout shoal's writer (and Paimon's) gives each column, column by
+    column, with the session's own Parquet settings set otherwise and restored after."""
+    layout_conf = {
+        "spark.sql.parquet.writeLegacyFormat": "true",
+        "spark.sql.parquet.outputTimestampType": "INT96",
+        "spark.sql.parquet.fieldId.write.enabled": "true",
+    }
+    for key, value in layout_conf.items():
+        spark.conf.set(key, value)
+    try:
+        by_spark = catalog.create_table("db.spark", PLAIN)
+        write_parquet(spark_frame(spark, plain_rows(6), by_spark.path), by_spark.path)
+        assert {k: spark.conf.get(k) for k in layout_conf} == layout_conf
+    finally:
+        for key in layout_conf:
+            spark.conf.unset(key)
+    by_shoal = catalog.create_table("db.shoal", PLAIN)
+    by_shoal.append(plain_rows(6))
+
+    def leaves(table: shoal.Table) -> dict[str, tuple[Any, ...]]:
+        path = next(p for split in table.scan().plan() for p in split.file_paths)
+        schema = pq.read_metadata(path).schema
+        assert "field_id=-1" in str(schema)
+        assert all(f"field_id={i} " not in str(schema) for i in range(len(PLAIN)))
+        return {
+            c.path: (c.physical_type, str(c.logical_type), c.converted_type)
+            for c in (schema.column(i) for i in range(len(schema)))
+        }
+
+    spark_leaves = leaves(catalog.get_table("db.spark"))
+    assert spark_leaves == leaves(catalog.get_table("db.shoal"))
+    assert spark_leaves["small"][0] == "INT32"
+    assert spark_leaves["dec"][0] == "INT64"
+    assert spark_leaves["wide"][0] == "FIXED_LEN_BYTE_ARRAY"
+    assert spark_leaves["ts6"][0] == "INT64"

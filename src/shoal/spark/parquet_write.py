@@ -8,12 +8,17 @@ them, so for such a table :func:`write_parquet` lets Spark write the files itsel
 1. the rows are cast to the table's Spark types (a schema mismatch fails here,
    before any file is written), with a hidden copy of each partition column that
    Spark partitions its output by, so every file holds one partition's rows;
-2. Spark writes Parquet files (the table's compression, timestamps as INT64
-   microseconds) into a staging directory inside the table, ``.spark-write-<uuid>``;
+2. Spark writes Parquet files into a staging directory inside the table,
+   ``.spark-write-<uuid>``, in Paimon's layout (``shoal.format.parquet``): the table's
+   compression, timestamps as INT64 microseconds, decimals as INT32/INT64 up to
+   precision 18 (Spark's standard, not its legacy, format), no field ids; these
+   settings are set on the write whatever the session says;
 3. the driver reads each file's footer, on the I/O pool: its row count, the bounds
    and null counts of its columns, its partition (the single value of each partition
-   column), and checks its column types against the table's; then moves it into its
-   bucket directory under a data-file name;
+   column), and checks its columns against the layout shoal's own writer gives them
+   (physical type, annotations, field id; the repetition follows the DataFrame's
+   nullability, the one difference allowed, and a NOT NULL column's null count must
+   be 0); then moves it into its bucket directory under a data-file name;
 4. one commit publishes every file; the staging directory is removed.
 
 Nothing is committed unless every file was checked and moved. A write that fails
@@ -29,16 +34,19 @@ data source: :func:`shoal.spark.write_table` picks the path.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from shoal.core.store import FileStore
 from shoal.errors import SchemaMismatchError, ShoalError, UnsupportedFeatureError
+from shoal.format import parquet
 from shoal.format import types as T
 from shoal.format.data_file import DataFileMeta
 from shoal.format.snapshot import Snapshot
@@ -74,7 +82,12 @@ _PLAIN_TYPES = {
     T.DECIMAL,
 }
 _MICROSECOND_TYPES = {T.TIMESTAMP, T.TIMESTAMP_LTZ}
-_TIMESTAMP_CONF = "spark.sql.parquet.outputTimestampType"
+# Spark's settings that decide its Parquet layout, as Paimon's layout needs them.
+_LAYOUT_CONF = {
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.parquet.writeLegacyFormat": "false",
+    "spark.sql.parquet.fieldId.write.enabled": "false",
+}
 
 
 def why_not_parquet(store: FileStore) -> str | None:
@@ -143,13 +156,16 @@ def write_parquet_into(
         )
     frame, copies = _table_rows(df, store)
     staging = f"{store.root}/{STAGING_PREFIX}{uuid.uuid4().hex}"
+    layout = _expected_layout(store)
     try:
-        with _microsecond_timestamps(df.sparkSession):
+        with _paimon_layout(df.sparkSession):
             writer = frame.write.mode("error").option("compression", _codec(store))
             (writer.partitionBy(*copies) if copies else writer).parquet(staging)
         staged = _staged_files(store, staging)
         names = [store.paths.new_data_file_name() for _ in staged]
-        files = parallel_map(lambda s: _describe(store, *s), list(zip(staged, names, strict=True)))
+        files = parallel_map(
+            lambda s: _describe(store, layout, *s), list(zip(staged, names, strict=True))
+        )
         messages = _move_into_buckets(store, [f for f in files if f.meta.row_count])
     finally:
         store.file_io.delete_dir(staging)
@@ -182,18 +198,47 @@ def _codec(store: FileStore) -> str:
 
 
 @contextmanager
-def _microsecond_timestamps(spark: SparkSession) -> Iterator[None]:
-    """Spark writes TIMESTAMP columns as INT96 unless told otherwise; shoal's tables
-    hold INT64 microseconds."""
-    before = spark.conf.get(_TIMESTAMP_CONF, None)
-    spark.conf.set(_TIMESTAMP_CONF, "TIMESTAMP_MICROS")
+def _paimon_layout(spark: SparkSession) -> Iterator[None]:
+    """Spark's Parquet settings of Paimon's layout for the write, the session's own
+    restored after it."""
+    before = {key: spark.conf.get(key, None) for key in _LAYOUT_CONF}
+    for key, value in _LAYOUT_CONF.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:
-        if before is None:
-            spark.conf.unset(_TIMESTAMP_CONF)
-        else:
-            spark.conf.set(_TIMESTAMP_CONF, before)
+        for key, previous in before.items():
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)
+
+
+_Leaf = tuple[str, str, str, int]
+
+
+def _leaves(footer: pq.FileMetaData) -> dict[str, _Leaf]:
+    """Each leaf column of a footer by its path: physical type, logical type, converted
+    type, field id."""
+    schema = footer.schema
+    return {
+        schema.column(i).path: (
+            schema.column(i).physical_type,
+            str(schema.column(i).logical_type),
+            schema.column(i).converted_type,
+            schema.column(i).max_definition_level,
+        )
+        for i in range(len(schema))
+    }
+
+
+def _expected_layout(store: FileStore) -> pq.FileMetaData:
+    """The footer shoal's own writer gives a file of the table (without rows)."""
+    stored = parquet.stored_schema(store.arrow_schema)
+    sink = pa.BufferOutputStream()
+    with pq.ParquetWriter(sink, stored, **parquet.writer_options(stored)) as writer:
+        writer.write_table(stored.empty_table())
+    return pq.read_metadata(pa.BufferReader(sink.getvalue()))
 
 
 def _staged_files(store: FileStore, staging: str) -> list[FileStatus]:
@@ -210,12 +255,13 @@ class _Staged:
     meta: DataFileMeta
 
 
-def _describe(store: FileStore, staged: FileStatus, name: str) -> _Staged:
+def _describe(store: FileStore, layout: pq.FileMetaData, staged: FileStatus, name: str) -> _Staged:
     """A staged file as the commit describes it under the data-file name ``name``, read
     from its footer (and, where the footer leaves something out, from its columns)."""
     path = staged.path
     footer = pq.read_metadata(path)
     _check_types(store, footer, path)
+    _check_layout(layout, footer, path)
     collector = StatsCollector(
         store.schema.fields, store.stats_mode, always=store.event_time_columns
     )
@@ -238,6 +284,30 @@ def _check_types(store: FileStore, footer: pq.FileMetaData, path: str) -> None:
                 f"holds {field.type}; nothing was committed. Write through the 'shoal' "
                 "data source instead"
             )
+
+
+def _check_layout(expected: pq.FileMetaData, footer: pq.FileMetaData, path: str) -> None:
+    """Spark's columns in Paimon's layout: the physical type, annotations and field ids
+    shoal's writer gives them. Repetition follows the nullability of the DataFrame's
+    columns, not the table's: a NOT NULL column may be OPTIONAL (the null counts refuse
+    any null there), a nullable one REQUIRED; readers read both alike."""
+    written = _leaves(footer)
+    for column, (physical, logical, converted, levels) in _leaves(expected).items():
+        found = written.get(column)
+        if found is None or found[:3] != (physical, logical, converted):
+            raise SchemaMismatchError(
+                f"Spark wrote column {column!r} of {path} as {found and found[:3]}, where "
+                f"Paimon's layout is {(physical, logical, converted)}; nothing was "
+                "committed. Write through the 'shoal' data source instead"
+            )
+        if abs(found[3] - levels) > 1:
+            raise SchemaMismatchError(f"Spark wrote column {column!r} of {path} nested differently")
+    if _has_field_ids(footer):
+        raise SchemaMismatchError(f"Spark wrote Parquet field ids into {path}; Paimon writes none")
+
+
+def _has_field_ids(footer: pq.FileMetaData) -> bool:
+    return re.search(r"field_id=\d", str(footer.schema)) is not None
 
 
 def _check_not_null(collector: StatsCollector, path: str) -> None:
