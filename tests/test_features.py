@@ -174,6 +174,29 @@ def test_no_option_is_accepted_silently(tmp_path: Path, options: dict[str, str])
     assert table.options == options
 
 
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(options=option_dicts())
+def test_no_option_change_is_accepted_silently(tmp_path: Path, options: dict[str, str]) -> None:
+    """update_schema's set_option either keeps every key exactly as given, or refuses
+    with a ShoalError and writes no schema version."""
+    table = shoal.Catalog(str(tmp_path / "wh")).create_table(
+        f"db.t{uuid.uuid4().hex}", EVENTS_SCHEMA
+    )
+    try:
+        with table.update_schema() as update:
+            for key, value in options.items():
+                update.set_option(key, value)
+    except shoal.ShoalError:
+        assert table.options == {}
+        assert [p.name for p in (Path(table.path) / "schema").iterdir()] == ["schema-0"]
+        return
+    declared = set(DECLARED)
+    assert all(k in declared or K.is_user_key(k) for k in options), options
+    assert table.options == options
+
+
 @settings(max_examples=150, deadline=None)
 @given(options=option_dicts())
 def test_no_data_source_option_is_accepted_silently(options: dict[str, str]) -> None:
