@@ -131,6 +131,7 @@ def test_java_reads_a_table_shoal_changed_and_changes_it_further(
         ],
     )
     assert by_id(results[0]) == expected([1, 2], [3, 4])
+    assert by_id(table.to_arrow()) == expected([1, 2], [3, 4])
     java_schemas = results[1].sort_by("schema_id").to_pylist()
     assert [r["schema_id"] for r in java_schemas] == [0, 1]
     for ours, theirs in zip(shoal_schemas, java_schemas, strict=True):
@@ -153,7 +154,9 @@ def test_java_reads_a_table_shoal_changed_and_changes_it_further(
     }
     assert ids["extra"] == 8
     assert ids["after_java"] == 9
-    assert java.run(warehouse, [jp.read("db.t")])[0].column_names[-1] == "after_java"
+    java_rows = java.run(warehouse, [jp.read("db.t")])[0]
+    assert java_rows.column_names[-1] == "after_java"
+    assert by_id(reopened.to_arrow()) == by_id(java_rows)
 
 
 def test_shoal_changes_a_table_java_changed(java: JavaPaimon, tmp_path: Path) -> None:
@@ -190,6 +193,7 @@ def test_shoal_changes_a_table_java_changed(java: JavaPaimon, tmp_path: Path) ->
     table.append(pa.table({"id": [3], "note": ["x"], "title": ["c"], "n": [3], "points": [0.5]}))
 
     results = java.run(warehouse, [jp.read("db.t"), jp.read("db.t$schemas")])
+    assert by_id(table.to_arrow()) == by_id(results[0])
     assert by_id(results[0]) == [
         {"id": 1, "note": None, "title": "a", "n": 1, "points": None},
         {"id": 2, "note": None, "title": "b", "n": 2, "points": None},
