@@ -1,6 +1,7 @@
 """Tables written by Paimon's Java implementation with features shoal does not implement
-are refused by name, never misread: a deleted row must not come back, a renamed column
-must not read as null, an added column must not surface as a bare pyarrow error.
+are refused by name, never misread: a deleted row must not come back, a file of another
+format must not surface as a bare pyarrow error. (Evolved schemas are read:
+``test_java_schema_evolution.py``.)
 
 The tables are made by Java Paimon (0.9 and 1.0) in the test run; each case checks
 what Java itself reads, so that the refusal is known to stand in for a real difference.
@@ -56,35 +57,6 @@ def test_deletion_vectors_are_refused_not_misread(java: JavaPaimon, tmp_path: Pa
     with pytest.raises(shoal.UnsupportedFeatureError, match="deletion vectors") as info:
         shoal.open_table(table_path(tmp_path, "dv")).to_arrow()
     assert info.value.feature == "deletion-vectors.enabled"
-
-
-@pytest.mark.parametrize(
-    ("change", "after"),
-    [
-        (("rename_column", "name", "title"), pa.table({"id": [3], "title": ["c"]})),
-        (("add_column", "score", "DOUBLE"), pa.table({"id": [3], "name": ["c"], "score": [1.5]})),
-        (("drop_column", "name"), pa.table({"id": [3]})),
-    ],
-    ids=["rename", "add", "drop"],
-)
-def test_an_evolved_schema_is_refused_not_misread(
-    java: JavaPaimon, tmp_path: Path, change: jp.SchemaChange, after: pa.Table
-) -> None:
-    results = java.run(
-        tmp_path,
-        [
-            jp.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"}),
-            jp.write("db.t", rows([1, 2], ["a", "b"])),
-            jp.alter("db.t", [change]),
-            jp.write("db.t", after),
-            jp.read("db.t"),
-        ],
-    )
-    assert results[-1].num_rows == 3  # Java reads every row, matched by field id
-    table = shoal.open_table(table_path(tmp_path, "t"))
-    with pytest.raises(shoal.UnsupportedFeatureError, match="schema 0") as info:
-        table.to_arrow()
-    assert info.value.feature == "schema evolution"
 
 
 def test_default_primary_key_tables_use_dynamic_buckets_and_are_refused(
