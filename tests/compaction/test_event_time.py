@@ -22,9 +22,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import shoal
+from shoal import options as O
 from shoal.compaction.compact import compact as run_compaction
 from shoal.compaction.strategies import FullCompaction
 from shoal.core.plan import live_entries
+from shoal.event_time.bounds import EventTimeBounds
 from shoal.event_time.strategy import event_time_compaction
 from tests.reachability import reachable, stored
 
@@ -841,3 +843,28 @@ def test_time_travel_reads_every_snapshot_as_before(tmp_path: Path) -> None:
         assert after[snapshot_id] == seen, f"snapshot {snapshot_id}"
     assert after[max(after)][0] == views[max(views)][0]
     assert after[max(after)][1] == after[max(after)][0]
+
+
+def test_event_time_bounds_follow_the_column_by_field_id(tmp_path: Path) -> None:
+    """A file keeps its event-time bounds when the column is renamed, and a file written
+    before the column existed holds no event time (only nulls there)."""
+    table = shoal.Catalog(str(tmp_path)).create_table(
+        "db.t",
+        pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())]),
+        primary_keys=["id"],
+        options={"bucket": "1", "write-only": "true"},
+    )
+    table.upsert(pa.table({"id": [1], "v": ["before"]}))
+    with table.update_schema() as update:
+        update.add_column("ts", pa.timestamp("ms"))
+        update.set_option("compaction.event-time.field", "ts")
+    table.upsert(rows([2], at(3), "a"))
+    with table.update_schema() as update:
+        update.rename_column("ts", "event_ts")
+    store = table._store
+    assert store.options.get(O.COMPACTION_EVENT_TIME_FIELD) == "event_ts"
+    bounds = EventTimeBounds(store)
+    found = {
+        e.file.schema_id: bounds.of(e.file) for e in live_entries(store, table.latest_snapshot())
+    }
+    assert found == {0: None, 1: (ms(at(3)), ms(at(3)))}

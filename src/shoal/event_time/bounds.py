@@ -24,6 +24,8 @@ from shoal.format.schema import TableSchema
 EVENT_TIME_TYPES = (T.TIMESTAMP, T.TIMESTAMP_LTZ, T.DATE, T.BIGINT)
 # The bounds of a file whose event times are not known: earlier and later than any.
 UNKNOWN = (-(2**62), 2**62)
+# The place of the event-time column in the statistics of a file written before it existed.
+ABSENT = -2
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -75,6 +77,9 @@ class EventTimeBounds:
     def __init__(self, store: FileStore) -> None:
         self._store = store
         self.field = store.options.get(O.COMPACTION_EVENT_TIME_FIELD)
+        # Files are matched to the column by field id: it may have had another name
+        # (or not existed) when a file was written.
+        self._field_id = store.schema.field(self.field).id if self.field else None
         self._layouts: dict[tuple[int, tuple[str, ...] | None], tuple[list[T.DataType], int]] = {}
 
     def of(self, file: DataFileMeta) -> tuple[int, int] | None:
@@ -85,6 +90,8 @@ class EventTimeBounds:
         ``UNKNOWN``: the widest bounds, so event-time compaction always selects it and
         it holds the freshness watermark down until it is compacted."""
         types, index = self._layout(file)
+        if index == ABSENT:
+            return None  # written before the column was added: only nulls there
         stats = file.value_stats
         counts = stats.null_counts
         nulls = counts[index] if counts is not None and 0 <= index < len(counts) else None
@@ -99,7 +106,9 @@ class EventTimeBounds:
         return to_millis(low), to_millis(high)
 
     def _layout(self, file: DataFileMeta) -> tuple[list[T.DataType], int]:
-        """The types of the file's statistics row and the event-time column's place."""
+        """The types of the file's statistics row and the event-time column's place in
+        it: -1 when the file keeps no statistics for it, ``ABSENT`` when the file's
+        schema has no such column."""
         cols = file.value_stats_cols
         cache_key = (file.schema_id, cols)
         cached = self._layouts.get(cache_key)
@@ -110,7 +119,11 @@ class EventTimeBounds:
         by_name = {f.name: f.type for f in schema.fields}
         # A column the schema no longer has keeps its slot; its value is never used.
         types = [by_name.get(n, T.AtomicType(T.BIGINT)) for n in names]
-        index = names.index(self.field) if self.field in names else -1
+        source = next((f.name for f in schema.fields if f.id == self._field_id), None)
+        if source is None:
+            index = ABSENT
+        else:
+            index = names.index(source) if source in names else -1
         self._layouts[cache_key] = (types, index)
         return types, index
 
