@@ -844,6 +844,18 @@ def drop_table(identifier: str) -> Op[None]:
     return Op({"op": "drop_table", "table": identifier}, _none)
 
 
+def snapshot(identifier: str, *, snapshot_id: int | None = None) -> Op[dict[str, Any] | None]:
+    """A snapshot (the latest when `snapshot_id` is None; None when the table has none) as
+    Java's Snapshot parses it and writes it back: a JSON object of the fields this Paimon
+    version knows (0.9 and 1.0 know no `properties`)."""
+    request = {"op": "snapshot", "table": identifier, "snapshot_id": snapshot_id}
+    return Op(request, _json_object_or_none)
+
+
+def _json_object_or_none(value: Any) -> dict[str, Any] | None:
+    return None if value is None else dict(value)
+
+
 def _warm_up() -> list[dict[str, Any]]:
     """Operations that load the classes the tests need, for the class-data archive: both
     table kinds, dynamic buckets, every operation, nested and time values."""
@@ -887,6 +899,7 @@ def _warm_up() -> list[dict[str, Any]]:
         rollback_to("db.pk", tag="t1"),
         delete_tag("db.pk", "t1"),
         read("db.pk$tags"),
+        snapshot("db.pk"),
         alter("db.pk", [("add_column", "n", pa.int64()), ("set_option", "a", "b")]),
         expire_snapshots("db.pk", retain_max=1),
         create_table("db.dynamic", schema, partition_keys=["p"], primary_keys=keys),
@@ -1060,3 +1073,12 @@ class JavaPaimon:
 
     def drop_table(self, warehouse: str | os.PathLike[str], identifier: str) -> None:
         self._one(warehouse, drop_table(identifier))
+
+    def snapshot(
+        self,
+        warehouse: str | os.PathLike[str],
+        identifier: str,
+        *,
+        snapshot_id: int | None = None,
+    ) -> dict[str, Any] | None:
+        return self._one(warehouse, snapshot(identifier, snapshot_id=snapshot_id))

@@ -164,6 +164,8 @@ public final class PaimonOracle {
             case "drop_table":
                 catalog.dropTable(identifier(op), false);
                 return JSON.nullNode();
+            case "snapshot":
+                return snapshot(op);
             default:
                 throw new IllegalArgumentException("unknown operation " + name);
         }
@@ -478,6 +480,22 @@ public final class PaimonOracle {
         }
         catalog.alterTable(identifier(op), changes, false);
         return JSON.nullNode();
+    }
+
+    /**
+     * A snapshot (the latest when no id is given) as this Paimon version parses it: the
+     * JSON its Snapshot writes back, holding only the fields this version knows.
+     */
+    private JsonNode snapshot(JsonNode op) throws Exception {
+        FileStoreTable table = (FileStoreTable) table(op);
+        org.apache.paimon.Snapshot snapshot =
+                op.hasNonNull("snapshot_id")
+                        ? table.snapshotManager().snapshot(op.get("snapshot_id").asLong())
+                        : table.snapshotManager().latestSnapshot();
+        if (snapshot == null) {
+            return JSON.nullNode();
+        }
+        return new ObjectMapper().readTree(snapshot.toJson());
     }
 
     // --- tables ----------------------------------------------------------------------------
