@@ -1,7 +1,7 @@
 """Which of the table features that Paimon's options switch on shoal implements.
 
 A table written by Paimon's engines may use features shoal does not implement: other
-data file formats, merge engines, deletion vectors, dynamic buckets, changelog
+data file formats, merge engines, deletion vectors, postponed buckets, changelog
 producers, branches, default scan positions. Reading such a table as if the feature
 were off returns wrong rows (a deletion vector's rows come back, a partial update
 looks like a whole row), and writing it breaks what its other readers expect (a
@@ -59,11 +59,11 @@ def _false(value: str, _: bool) -> bool:
     return value.strip().lower() == "false"
 
 
-def _bucket(value: str, primary_key: bool) -> bool:
-    """Fixed buckets, or no buckets on an append table; other values that are no
-    bucket mode at all are left to the option's own validation."""
-    mode = value.strip()
-    return not (mode == "-2" or (mode == "-1" and primary_key))
+def _bucket(value: str, _: bool) -> bool:
+    """Fixed buckets, dynamic buckets on a primary-key table, no buckets on an append
+    table; other values that are no bucket mode at all are left to the option's own
+    validation."""
+    return value.strip() != "-2"
 
 
 def _per_level_parquet(value: str, _: bool) -> bool:

@@ -28,7 +28,6 @@ from shoal.errors import (
     InvalidArgumentError,
     SnapshotNotFoundError,
     TableNotFoundError,
-    UnsupportedFeatureError,
 )
 from shoal.event_time.bounds import check_event_time_field
 from shoal.event_time.freshness import Freshness, freshness
@@ -60,11 +59,6 @@ class Table:
     def __init__(self, store: FileStore, name: str | None = None) -> None:
         self._store = store
         self.name = name
-        if store.schema.primary_keys and store.num_buckets < 1:
-            raise UnsupportedFeatureError(
-                f"table {store.uri!r} uses dynamic bucket mode (bucket = {store.num_buckets}); "
-                "shoal reads and writes primary-key tables with fixed buckets"
-            )
         self._committer = FileStoreCommit(store)
 
     @staticmethod

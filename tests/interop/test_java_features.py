@@ -59,19 +59,23 @@ def test_deletion_vectors_are_refused_not_misread(java: JavaPaimon, tmp_path: Pa
     assert info.value.feature == "deletion-vectors.enabled"
 
 
-def test_default_primary_key_tables_use_dynamic_buckets_and_are_refused(
+def test_default_primary_key_tables_use_dynamic_buckets_and_are_read(
     java: JavaPaimon, tmp_path: Path
 ) -> None:
-    java.run(
+    """Primary-key tables without a ``bucket`` option use Paimon's dynamic buckets; each
+    bucket's files merge by key as with fixed buckets (test_java_dynamic_bucket)."""
+    (seen,) = java.run(
         tmp_path,
         [
             jp.create_table("db.dyn", SCHEMA, primary_keys=["id"]),
             jp.write("db.dyn", rows([1, 2], ["a", "b"])),
+            jp.write("db.dyn", rows([2], ["b2"])),
+            jp.read("db.dyn"),
         ],
-    )
-    with pytest.raises(shoal.UnsupportedFeatureError, match="dynamic buckets") as info:
-        shoal.open_table(table_path(tmp_path, "dyn"))
-    assert info.value.feature == "bucket"
+    )[-1:]
+    table = shoal.open_table(table_path(tmp_path, "dyn"))
+    assert table.options.get("bucket", "-1") == "-1"
+    assert table.to_arrow().sort_by("id").to_pylist() == seen.sort_by("id").to_pylist()
 
 
 def test_orc_files_and_merge_engines_are_refused(java: JavaPaimon, tmp_path: Path) -> None:

@@ -572,8 +572,8 @@ def _check_primary_key_table(
         )
     if O.BUCKET.get(options) < 1:
         raise UnsupportedFeatureError(
-            "primary-key tables need a fixed number of buckets: set option 'bucket' to a "
-            "positive number (dynamic bucket mode is not supported)"
+            "shoal reads primary-key tables with dynamic buckets (bucket = -1) but does not "
+            "create or write them: set option 'bucket' to a positive number"
         )
     trimmed = [k for k in primary_keys if k not in partition_keys] or list(primary_keys)
     for key in [k.strip() for k in O.BUCKET_KEY.get(options).split(",") if k.strip()]:

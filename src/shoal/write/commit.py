@@ -254,6 +254,7 @@ class FileStoreCommit:
             commit_identifier=BATCH_COMMIT_IDENTIFIER,
             base_manifest_list_size=base_size,
             delta_manifest_list_size=delta_size,
+            index_manifest=latest.index_manifest if latest is not None else None,
         )
         return _Attempt(snapshot, written)
 

@@ -21,7 +21,7 @@ from shoal.core import kv
 from shoal.core.kv import KeyValueLayout, MergeSettings
 from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
-from shoal.errors import SchemaMismatchError
+from shoal.errors import SchemaMismatchError, UnsupportedFeatureError
 from shoal.format.snapshot import Snapshot
 from shoal.primary_key.merge import winners
 from shoal.write.conform import conform, to_batches
@@ -52,6 +52,12 @@ class KeyValueWriter:
 
     def __init__(self, store: FileStore, settings: MergeSettings) -> None:
         store.require_writable()
+        if store.num_buckets < 1:
+            raise UnsupportedFeatureError(
+                f"table {store.uri!r} uses dynamic buckets (bucket = {store.num_buckets}): "
+                "shoal reads and compacts it but does not write rows into it",
+                feature="bucket",
+            )
         self.store = store
         self.layout = KeyValueLayout(store.schema)
         self.settings = settings
