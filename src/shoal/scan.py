@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
+from shoal.core import deletion_vectors as DVS
 from shoal.core import predicate as P
 from shoal.core.plan import DataSplit, live_entries, make_splits, restrict
 from shoal.core.store import FileStore
@@ -94,7 +95,10 @@ class Scan:
             schema = read_schema(store, snapshot, latest=latest)
         self.table_schema = schema
         self.schema: pa.Schema = schema.arrow_schema()
-        self.merging = store.is_primary_key and not read_optimized
+        # Paimon reads a primary-key table with deletion vectors without merging: only
+        # the files above level 0, their deleted rows masked (core/deletion_vectors).
+        self.deletion_vectors = DVS.enabled(store.schema.options)
+        self.merging = store.is_primary_key and not read_optimized and not self.deletion_vectors
         self.read_optimized = read_optimized
         self._latest = latest  # the snapshot is the latest one, not asked for
         self._tag = tag
@@ -113,9 +117,19 @@ class Scan:
             prune = restrict(prune, set(store.schema.primary_keys))
         target = self.table_schema
         entries = live_entries(store, snapshot, prune, target=target)
-        if store.is_primary_key and self.read_optimized:
+        if store.is_primary_key and self.deletion_vectors:
+            # the read-optimized view of such a table is its batch scan (Paimon 0.9, 1.0)
+            entries = [e for e in entries if e.file.level > 0]
+        elif store.is_primary_key and self.read_optimized:
             entries = [e for e in entries if e.file.level == store.max_level]
-        return make_splits(store, snapshot.id, entries, whole_buckets=self.merging, schema=target)
+        return make_splits(
+            store,
+            snapshot.id,
+            entries,
+            whole_buckets=self.merging,
+            schema=target,
+            deletions=DVS.deletion_files(store, snapshot),
+        )
 
     def to_arrow(self) -> pa.Table:
         for replans in itertools.count():

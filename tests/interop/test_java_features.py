@@ -36,9 +36,10 @@ def table_path(warehouse: Path, name: str) -> str:
     return str(warehouse / "db.db" / name)
 
 
-def test_deletion_vectors_are_refused_not_misread(java: JavaPaimon, tmp_path: Path) -> None:
+def test_deletion_vectors_are_read_and_writes_refused(java: JavaPaimon, tmp_path: Path) -> None:
     """Java writes two rows, updates one and deletes the other; the stale version and the
-    deleted row stay in the data files, masked by deletion vectors."""
+    deleted row stay in the data files, masked by deletion vectors, which shoal applies
+    (test_java_deletion_vectors); it writes no vectors yet, so writes are refused."""
     (seen,) = java.run(
         tmp_path,
         [
@@ -54,8 +55,10 @@ def test_deletion_vectors_are_refused_not_misread(java: JavaPaimon, tmp_path: Pa
         ],
     )[-1:]
     assert seen.to_pylist() == [{"id": 1, "name": "a2"}]
+    table = shoal.open_table(table_path(tmp_path, "dv"))
+    assert table.to_arrow().to_pylist() == seen.to_pylist()
     with pytest.raises(shoal.UnsupportedFeatureError, match="deletion vectors") as info:
-        shoal.open_table(table_path(tmp_path, "dv")).to_arrow()
+        table.upsert(rows([3], ["c"]))
     assert info.value.feature == "deletion-vectors.enabled"
 
 

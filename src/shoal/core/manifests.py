@@ -18,11 +18,13 @@ from shoal.format import binary_row
 from shoal.format import manifest as M
 from shoal.format import types as T
 from shoal.format.avro.strings import StringFinder
+from shoal.format.index_manifest import IndexManifestEntry, decode_index_manifest
 from shoal.format.manifest import ManifestEntry, ManifestFileMeta
 from shoal.format.stats import SimpleStats
 from shoal.io import FileIO, parallel_map
 
 _CACHE_MAX_ENTRIES = 2_000_000
+_INDEX_CACHE_MAX = 64  # index manifests kept decoded, the last read
 
 
 class _EntryCache:
@@ -87,6 +89,7 @@ class ManifestStore:
         self.target_size = target_size
         self._entries = _EntryCache(_CACHE_MAX_ENTRIES)
         self._lists: dict[str, list[ManifestFileMeta]] = {}
+        self._index: dict[str, list[IndexManifestEntry]] = {}
 
     # --- reading -----------------------------------------------------------------------------
     def _read(self, name: str) -> bytes:
@@ -105,6 +108,18 @@ class ManifestStore:
         metas = M.decode_manifest_list(self._read(name), self.paths.manifest_path(name))
         self._lists[name] = metas
         return metas
+
+    def read_index_manifest(self, name: str) -> list[IndexManifestEntry]:
+        """The entries of an index manifest (cached: it never changes). Raises
+        CorruptMetadataError naming the file."""
+        cached = self._index.get(name)
+        if cached is None:
+            path = self.paths.manifest_path(name)
+            cached = decode_index_manifest(self._read(name), path)
+            if len(self._index) >= _INDEX_CACHE_MAX:
+                del self._index[next(iter(self._index))]
+            self._index[name] = cached
+        return cached
 
     def read_manifest(self, name: str, partitions: Partitions = None) -> list[ManifestEntry]:
         """The manifest's entries; with ``partitions``, those of the partitions it

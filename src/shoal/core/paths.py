@@ -84,6 +84,13 @@ class PathFactory:
     def manifest_path(self, name: str) -> str:
         return f"{self.manifest_dir}/{name}"
 
+    @property
+    def index_dir(self) -> str:
+        return f"{self.root}/index"
+
+    def index_path(self, name: str) -> str:
+        return f"{self.index_dir}/{name}"
+
     # --- new names ---------------------------------------------------------------------------
     def _next(self) -> int:
         with self._lock:

@@ -10,12 +10,13 @@ column statistics. Splits are picklable units of work for distributed readers.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from shoal import options as O
 from shoal.core import predicate as P
+from shoal.core.deletion_vectors import DeletionFile
 from shoal.core.paths import data_file_path
 from shoal.errors import UnsupportedFeatureError
 from shoal.format import binary_row, casts
@@ -47,6 +48,11 @@ class DataSplit:
     bucket: int
     bucket_path: str
     files: tuple[DataFileMeta, ...]
+    # each file's deletion vector (None: no rows deleted), or () when no file has one
+    deletion_files: tuple[DeletionFile | None, ...] = ()
+
+    def deletion_of(self, index: int) -> DeletionFile | None:
+        return self.deletion_files[index] if self.deletion_files else None
 
     @property
     def row_count(self) -> int:
@@ -283,12 +289,14 @@ def make_splits(
     *,
     whole_buckets: bool = False,
     schema: TableSchema | None = None,
+    deletions: Mapping[str, DeletionFile] | None = None,
 ) -> list[DataSplit]:
     """Pack each bucket's files, in sequence order, into splits of about the target size;
     every file must be readable as rows of ``schema`` (by default the table's).
 
     With ``whole_buckets`` (a primary-key table read with merging) a bucket is never
-    divided: its files are merged together.
+    divided: its files are merged together. ``deletions`` maps data file names to their
+    deletion vectors, which the splits carry.
     """
     target = store.options.get(O.SPLIT_TARGET_SIZE)
     open_cost = store.options.get(O.SPLIT_OPEN_FILE_COST)
@@ -317,7 +325,16 @@ def make_splits(
             splits.append(
                 DataSplit(store.uri, snapshot_id, values, bucket, bucket_path, tuple(pack))
             )
+    if deletions:
+        splits = [_with_deletions(split, deletions) for split in splits]
     return splits
+
+
+def _with_deletions(split: DataSplit, deletions: Mapping[str, DeletionFile]) -> DataSplit:
+    found = tuple(deletions.get(f.file_name) for f in split.files)
+    if not any(d is not None for d in found):
+        return split
+    return replace(split, deletion_files=found)
 
 
 def readable_file_check(store: FileStore, target: TableSchema) -> Callable[[DataFileMeta], None]:

@@ -19,10 +19,11 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from shoal.core import predicate as P
+from shoal.core.deletion_vectors import DeletionFile, VectorLoader
 from shoal.core.kv import INSERT, UPDATE_AFTER, VALUE_KIND, KeyValueLayout
 from shoal.core.plan import DataSplit
 from shoal.core.store import FileStore
-from shoal.errors import CorruptDataFileError
+from shoal.errors import CorruptDataFileError, UnsupportedFeatureError
 from shoal.format import parquet
 from shoal.format.evolution import FieldMapping, same_fields
 from shoal.format.schema import TableSchema
@@ -49,6 +50,7 @@ class _Group:
     paths: list[str]
     schema: pa.Schema
     mapping: FieldMapping | None = None
+    deletion: DeletionFile | None = None  # a file with deleted rows, read on its own
 
 
 def _groups(store: FileStore, splits: Sequence[DataSplit], target: TableSchema) -> list[_Group]:
@@ -56,21 +58,40 @@ def _groups(store: FileStore, splits: Sequence[DataSplit], target: TableSchema) 
     whose columns are the target's, then each other schema's."""
     alike: dict[int, bool] = {target.id: True}
     paths: dict[int | None, list[str]] = {None: []}
+    masked: list[tuple[int | None, str, DeletionFile]] = []
     for split in splits:
-        for f, path in zip(split.files, split.file_paths, strict=True):
+        for i, (f, path) in enumerate(zip(split.files, split.file_paths, strict=True)):
             same = alike.get(f.schema_id)
             if same is None:
                 same = alike[f.schema_id] = same_fields(
                     store.schema_of(f.schema_id).fields, target.fields
                 )
-            paths.setdefault(None if same else f.schema_id, []).append(path)
+            deletion = split.deletion_of(i)
+            if deletion is not None:
+                masked.append((None if same else f.schema_id, path, deletion))
+            else:
+                paths.setdefault(None if same else f.schema_id, []).append(path)
     groups = [_Group(paths.pop(None), target.arrow_schema())] if paths[None] else []
     paths.pop(None, None)
+    mappings: dict[int, tuple[pa.Schema, FieldMapping]] = {}
+
+    def mapped(schema_id: int) -> tuple[pa.Schema, FieldMapping]:
+        if schema_id not in mappings:
+            written = store.schema_of(schema_id)
+            mappings[schema_id] = (
+                written.arrow_schema(),
+                FieldMapping(written.fields, target.fields),
+            )
+        return mappings[schema_id]
+
     for schema_id, group_paths in paths.items():
         assert schema_id is not None
-        written = store.schema_of(schema_id)
-        mapping = FieldMapping(written.fields, target.fields)
-        groups.append(_Group(group_paths, written.arrow_schema(), mapping))
+        groups.append(_Group(group_paths, *mapped(schema_id)))
+    for schema_id, path, deletion in masked:
+        if schema_id is None:
+            groups.append(_Group([path], target.arrow_schema(), None, deletion))
+        else:
+            groups.append(_Group([path], *mapped(schema_id), deletion))
     return groups
 
 
@@ -101,17 +122,26 @@ def read_table(
     projected = _project(target.arrow_schema(), columns)
     if not splits:
         return projected.empty_table()
+    loader = VectorLoader(store.file_io)
     tables = [
-        _read_group(store.file_io, group, projected, dnf, key_value)
+        _read_group(store.file_io, group, projected, dnf, key_value, loader=loader)
         for group in _groups(store, splits, target)
     ]
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
 def _read_group(
-    file_io: FileIO, group: _Group, projected: pa.Schema, dnf: P.Dnf | None, key_value: bool
+    file_io: FileIO,
+    group: _Group,
+    projected: pa.Schema,
+    dnf: P.Dnf | None,
+    key_value: bool,
+    *,
+    loader: VectorLoader,
 ) -> pa.Table:
     mapping = group.mapping
+    if group.deletion is not None:
+        return _read_masked(file_io, group, projected, dnf, key_value, loader=loader)
     if mapping is None:
         dataset_schema, row_filter = _row_filter(group.schema, dnf, key_value)
         with _data_errors():
@@ -125,6 +155,40 @@ def _read_group(
         table = _dataset(file_io, group.paths, dataset_schema).to_table(
             columns=sources, filter=row_filter
         )
+    return _mapped(table, group, needed, projected, dnf)
+
+
+def _read_masked(
+    file_io: FileIO,
+    group: _Group,
+    projected: pa.Schema,
+    dnf: P.Dnf | None,
+    key_value: bool,
+    *,
+    loader: VectorLoader,
+) -> pa.Table:
+    """The rows of one file with deleted rows: read whole (positions count every row),
+    masked by its deletion vector, then filtered."""
+    assert group.deletion is not None
+    mapping = group.mapping
+    if mapping is None:
+        needed = sources = list(projected.names)
+        pushed = dnf
+    else:
+        needed, sources = _mapped_columns(mapping, projected, dnf)
+        pushed = _pushdown(mapping, dnf)
+    dataset_schema, row_filter = _row_filter(group.schema, pushed, key_value)
+    extra = sorted(P.columns_of(pushed) - set(sources)) if pushed is not None else []
+    if key_value:
+        extra.append(VALUE_KIND)
+    with _data_errors():
+        table = _dataset(file_io, group.paths, dataset_schema).to_table(columns=sources + extra)
+    table = table.filter(loader.keep_mask(group.deletion, table.num_rows, group.paths[0]))
+    if row_filter is not None:
+        table = table.filter(row_filter)
+    table = table.select(sources)
+    if mapping is None:
+        return _exact(table, projected)
     return _mapped(table, group, needed, projected, dnf)
 
 
@@ -182,7 +246,12 @@ def read_batches(
     projected = _project(target.arrow_schema(), columns)
     if not splits:
         return
+    loader = VectorLoader(store.file_io)
     for group in _groups(store, splits, target):
+        if group.deletion is not None:
+            table = _read_masked(store.file_io, group, projected, dnf, key_value, loader=loader)
+            yield from table.combine_chunks().to_batches(max_chunksize=batch_size)
+            continue
         yield from _group_batches(
             store.file_io, group, projected, dnf, key_value=key_value, batch_size=batch_size
         )
@@ -272,6 +341,13 @@ def merged_batches(
     )
     expression = P.to_expression(dnf) if dnf is not None else None
     for split in splits:
+        if split.deletion_files:
+            raise UnsupportedFeatureError(
+                f"table {store.uri!r} holds deletion vectors but its options do not enable "
+                "them; shoal merges such files only as Paimon reads them with "
+                "'deletion-vectors.enabled' = 'true'",
+                feature="deletion-vectors.enabled",
+            )
         files = run_files(sorted_runs(split.files, store.decode_key), split.bucket_path)
         for table in merger.merge(files):
             if expression is not None:
