@@ -10,7 +10,9 @@ import pyarrow as pa
 import shoal
 from shoal.core.paths import data_file_path
 from shoal.core.plan import live_entries, read_manifest_metas
+from shoal.core.store import FileStore
 from shoal.core.tag_manager import TagManager
+from shoal.format.index_manifest import decode_index_manifest
 from shoal.format.snapshot import Snapshot
 
 # Directories whose files cleanup never removes, and the hint files.
@@ -24,12 +26,24 @@ def roots(table: shoal.Table) -> list[Snapshot]:
     return list(store.snapshots.snapshots()) + tagged
 
 
+def index_files_of(store: FileStore, snapshot: Snapshot) -> set[str]:
+    """Paths of the snapshot's index manifest and of every index file it names (hash
+    indexes, deletion vectors), read here without cleanup's code."""
+    if not snapshot.index_manifest:
+        return set()
+    path = store.paths.manifest_path(snapshot.index_manifest)
+    with open(path, "rb") as f:
+        entries = decode_index_manifest(f.read(), path)
+    return {path} | {store.paths.index_path(e.index_file.file_name) for e in entries}
+
+
 def reachable(table: shoal.Table) -> set[str]:
-    """Paths of the data files, extra files, manifests and manifest lists that a
-    reader of some snapshot or tag needs."""
+    """Paths of the data files, extra files, manifests, manifest lists, index
+    manifests and index files that a reader of some snapshot or tag needs."""
     store = table._store
     out: set[str] = set()
     for snapshot in roots(table):
+        out.update(index_files_of(store, snapshot))
         for entry in live_entries(store, snapshot):
             partition = store.partitions.path(entry.partition)
             bucket_dir = store.paths.bucket_dir(partition, entry.bucket)

@@ -1,10 +1,11 @@
 """Every cleanup operation against a model: whatever the sequence of writes, tags,
 expirations, rollbacks and orphan cleanups, every retained snapshot and every tag reads
-back exactly the rows it had, no file they reach is ever missing, and after an orphan
-cleanup nothing they do not reach remains.
+back exactly the rows it had, no file they reach is ever missing (index manifests and
+index files included), and after an orphan cleanup nothing they do not reach remains.
 
-One machine per table kind: an append table (append, overwrite, drop partition) and a
-primary-key table (upsert, delete, compact, overwrite, drop partition).
+One machine per table kind: an append table (append, overwrite, drop partition, rows
+marked deleted by deletion vectors) and a primary-key table (upsert, delete, compact,
+overwrite, drop partition); both replace hash index files (``tests/index_commits``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from hypothesis.stateful import (
 )
 
 import shoal
+from tests.index_commits import delete_rows, live_files, rehash
 from tests.reachability import reachable, stored
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64())])
@@ -133,6 +135,28 @@ class CleanupModel(RuleBasedStateMachine):
     def drop_partition(self, day: str) -> None:
         self.table.drop_partitions([{"dt": day}])
         self.current = [r for r in self.current if r[0] != day]
+        self._committed()
+
+    @precondition(lambda self: not self.primary_key and self.current)
+    @rule(pick=st.integers(0, 100), positions=st.lists(st.integers(0, 100), min_size=1))
+    def delete_rows_by_vector(self, pick: int, positions: list[int]) -> None:
+        files = live_files(self.table)
+        if not files:
+            return
+        entry = files[pick % len(files)]
+        count = entry.file.row_count
+        gone = delete_rows(self.table, entry, sorted({p % count for p in positions}))
+        removed = set(_rows_of(gone))
+        self.current = [r for r in self.current if r not in removed]
+        self._committed()
+
+    @precondition(lambda self: self.snapshots)
+    @rule(pick=st.integers(0, 100), bucket=st.integers(0, 1))
+    def replace_hash_index(self, pick: int, bucket: int) -> None:
+        partitions = sorted({e.partition for e in live_files(self.table)})
+        if not partitions:
+            return
+        rehash(self.table, partitions[pick % len(partitions)], bucket)
         self._committed()
 
     # --- tags ----------------------------------------------------------------------------

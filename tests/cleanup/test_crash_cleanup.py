@@ -52,6 +52,7 @@ from tests.reliability.helpers import (
     delete_tag,
     expire,
     expired,
+    index_table,
     only_files,
     open_on,
     primary_key_table,
@@ -336,15 +337,35 @@ def test_a_commit_cut_short_by_a_partial_write_is_invisible(
         shutil.rmtree(work)
 
 
+@pytest.fixture(scope="module")
+def index_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return index_table(tmp_path_factory.mktemp("index"))
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=str)
+def test_expire_snapshots_of_a_table_with_index_files(
+    index_source: Path, tmp_path: Path, fault: Fault
+) -> None:
+    case = Case.prepare(index_source, expire, tmp_path / "reference")
+    assert case.kept_snapshots == [8, 9, 10]
+    assert case.kept_tags == {"first", "recent"}
+    deleted = {path for method, path in case.calls if method == "delete"}
+    assert any(p.startswith("index/") for p in deleted)
+    assert any(p.startswith("manifest/index-manifest-") for p in deleted)
+    _sweep(case, expire, tmp_path, fault)
+
+
 # --- tag deletion --------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def sources(append_source: Path, primary_key_source: Path) -> dict[str, Path]:
-    return {"append": append_source, "primary-key": primary_key_source}
+def sources(append_source: Path, primary_key_source: Path, index_source: Path) -> dict[str, Path]:
+    return {"append": append_source, "primary-key": primary_key_source, "index": index_source}
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=str)
 @pytest.mark.parametrize(
-    "target", [("append", "middle"), ("primary-key", "after-delete")], ids="-".join
+    "target",
+    [("append", "middle"), ("primary-key", "after-delete"), ("index", "first")],
+    ids="-".join,
 )
 def test_delete_tag_of_an_expired_snapshot(
     sources: dict[str, Path], tmp_path: Path, target: tuple[str, str], fault: Fault
@@ -354,6 +375,8 @@ def test_delete_tag_of_an_expired_snapshot(
     case = Case.prepare(source, delete_tag(tag), tmp_path / "reference")
     assert tag not in case.kept_tags
     assert len(case.calls) > 3  # the tag file, data files and manifests
+    if table == "index":  # and the index files only the tag named
+        assert any(path.startswith("index/") for _, path in case.calls)
     _sweep(
         case,
         delete_tag(tag),
@@ -372,4 +395,17 @@ def test_remove_orphan_files(append_source: Path, tmp_path: Path, fault: Fault) 
     assert case.kept_snapshots == [10, 11, 12]
     assert case.kept_tags == {"first", "recent"}
     assert len(case.calls) >= 8  # the tag's data file, manifests and lists, the commit's
+    _sweep(case, remove_orphans, tmp_path, fault, rerun=lambda t: remove_orphans(t, age=True))
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=str)
+def test_remove_orphan_index_files(index_source: Path, tmp_path: Path, fault: Fault) -> None:
+    """The index files and index manifest only the deleted tag named go; those the
+    snapshots and the other tag name stay."""
+    source = with_orphans(index_source, tmp_path, tag="first")
+    case = Case.prepare(source, remove_orphans, tmp_path / "reference")
+    assert case.kept_tags == {"recent"}
+    deleted = {path for method, path in case.calls if method == "delete"}
+    assert any(p.startswith("index/") for p in deleted)
+    assert any(p.startswith("manifest/index-manifest-") for p in deleted)
     _sweep(case, remove_orphans, tmp_path, fault, rerun=lambda t: remove_orphans(t, age=True))

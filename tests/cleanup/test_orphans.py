@@ -22,6 +22,12 @@ from shoal.cleanup import orphans
 from shoal.cleanup.orphans import OrphanFilesResult
 from shoal.core.tag_manager import TagManager
 from shoal.format import manifest as M
+from shoal.format.index_manifest import (
+    HASH_INDEX,
+    IndexFileMeta,
+    IndexManifestEntry,
+    encode_index_manifest,
+)
 from shoal.format.snapshot import Snapshot
 from tests.conftest import EVENTS_SCHEMA, events
 from tests.reachability import rows_of_every_root
@@ -235,7 +241,9 @@ def test_files_of_branches_and_long_lived_changelogs_stay(tmp_path: Path) -> Non
     assert store.snapshots.latest_id() == 1
 
 
-def test_index_manifest_and_statistics_named_by_a_snapshot_stay(tmp_path: Path) -> None:
+def test_index_manifest_its_index_files_and_statistics_named_by_a_snapshot_stay(
+    tmp_path: Path,
+) -> None:
     t = _table(tmp_path)
     t.append(events([1]))
     path = os.path.join(t.path, "snapshot", "snapshot-1")
@@ -243,17 +251,40 @@ def test_index_manifest_and_statistics_named_by_a_snapshot_stay(tmp_path: Path) 
     data["indexManifest"] = "index-manifest-0000-0"
     data["statistics"] = "stat-0000-0"
     Path(path).write_text(json.dumps(data))
+    hash_file = IndexFileMeta(HASH_INDEX, "index-0000-0", 4, 1)
+    entries = [IndexManifestEntry(M.KIND_ADD, b"", 0, hash_file)]
     kept = {
-        _stray(t, "manifest/index-manifest-0000-0"),
+        _stray(t, "manifest/index-manifest-0000-0", encode_index_manifest(entries)),
         _stray(t, "statistics/stat-0000-0"),
-        # shoal cannot read which index files an index manifest uses: all of them stay.
         _stray(t, "index/index-0000-0"),
     }
-    gone = _stray(t, "statistics/stat-0000-1")
+    gone = {
+        _stray(t, "statistics/stat-0000-1"),
+        _stray(t, "index/index-0000-1"),  # named by no index manifest
+        _stray(t, "manifest/index-manifest-0000-1"),  # named by no snapshot
+    }
     _age(t.path)
     result = _clean(t)
-    assert result.paths == (gone,)
+    assert set(result.paths) == gone
     assert all(os.path.exists(p) for p in kept)
+
+
+def test_an_unreadable_index_manifest_a_snapshot_names_stops_the_run(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.append(events([1]))
+    path = os.path.join(t.path, "snapshot", "snapshot-1")
+    data = json.loads(Path(path).read_text())
+    data["indexManifest"] = "index-manifest-0000-0"
+    Path(path).write_text(json.dumps(data))
+    stray = _stray(t, "index/index-0000-0")
+    _age(t.path)
+    with pytest.raises(shoal.CorruptMetadataError, match="index-manifest-0000-0"):
+        _clean(t)  # missing: which index files it keeps is unknown
+    _stray(t, "manifest/index-manifest-0000-0", b"not avro")
+    _age(t.path)
+    with pytest.raises(shoal.CorruptMetadataError, match="index-manifest-0000-0"):
+        _clean(t)
+    assert os.path.exists(stray)
 
 
 # --- primary-key tables ----------------------------------------------------------------------

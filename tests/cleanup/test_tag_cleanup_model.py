@@ -1,5 +1,6 @@
 """Property: deleting tags of expired snapshots never removes a file that a remaining
-snapshot or tag reaches, and removes every file of the tag that nothing else reaches."""
+snapshot or tag reaches (index manifests and index files included), and removes every
+file of the tag that nothing else reaches."""
 
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ from hypothesis import HealthCheck, given, settings
 import shoal
 from shoal.core.plan import live_entries, read_manifest_metas
 from tests.conftest import EVENTS_SCHEMA, events
+from tests.index_commits import delete_rows, live_files, rehash
+from tests.reachability import index_files_of
 
 DAYS = ["2026-11-01", "2026-11-02"]
 operation = st.one_of(
     st.tuples(st.just("append"), st.sampled_from(DAYS)),
     st.tuples(st.just("overwrite"), st.sampled_from(DAYS)),
     st.tuples(st.just("drop"), st.sampled_from(DAYS)),
+    st.tuples(st.just("vector"), st.sampled_from(DAYS)),
+    st.tuples(st.just("rehash"), st.sampled_from(DAYS)),
 )
 
 
@@ -25,8 +30,9 @@ def _reachable(table: shoal.Table) -> tuple[set[str], set[str]]:
     """Data files and manifest files reachable from every snapshot and tag there is."""
     store = table._store
     snapshots = list(store.snapshots.snapshots())
-    snapshots += [s for _, s in shoal.core.tag_manager.TagManager(
-        store.file_io, store.paths).tags()]
+    snapshots += [
+        s for _, s in shoal.core.tag_manager.TagManager(store.file_io, store.paths).tags()
+    ]
     data, manifests = set(), set()
     for snapshot in snapshots:
         for e in live_entries(store, snapshot):
@@ -36,6 +42,7 @@ def _reachable(table: shoal.Table) -> tuple[set[str], set[str]]:
             manifests.add(store.paths.manifest_path(m.file_name))
         manifests.add(store.paths.manifest_path(snapshot.base_manifest_list))
         manifests.add(store.paths.manifest_path(snapshot.delta_manifest_list))
+        manifests.update(index_files_of(store, snapshot))
     return data, manifests
 
 
@@ -51,16 +58,25 @@ def test_tag_deletion_keeps_what_others_reach(
 ) -> None:
     with tempfile.TemporaryDirectory() as warehouse:
         table = shoal.Catalog(warehouse).create_table(
-            "db.t", EVENTS_SCHEMA, partition_keys=["dt"],
+            "db.t",
+            EVENTS_SCHEMA,
+            partition_keys=["dt"],
             options={"manifest.merge-min-count": "2", "manifest.target-file-size": "1 kb"},
         )
+        ops = [("append", DAYS[0]), *ops]
         for i, (kind, day) in enumerate(ops):
             if kind == "append":
                 table.append(events([i], dt=day))
             elif kind == "overwrite":
                 table.overwrite(events([i], dt=day), partition={"dt": day})
-            else:
+            elif kind == "drop":
                 table.drop_partitions([{"dt": day}])
+            elif files := live_files(table):
+                entry = files[i % len(files)]
+                if kind == "vector":
+                    delete_rows(table, entry, [i % entry.file.row_count])
+                else:
+                    rehash(table, entry.partition, i % 2)
         latest = table.latest_snapshot().id
         names = []
         for snapshot_id in sorted(s for s in tagged if s <= latest):

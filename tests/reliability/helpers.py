@@ -27,6 +27,8 @@ from shoal.format.snapshot import Snapshot
 from shoal.table import Table
 from tests.conftest import EVENTS_SCHEMA, events
 from tests.faults import Crash, FaultyFileIO, Mode, ordered_io_pool
+from tests.index_commits import delete_rows, live_files, rehash
+from tests.reachability import index_files_of
 
 Operation = Callable[[Table], object]
 Rows = list[dict[str, object]]
@@ -104,6 +106,41 @@ def primary_key_table(root: Path) -> Path:
     return Path(t.path)
 
 
+def index_table(root: Path) -> Path:
+    """An append table whose index files come and go (``tests/index_commits``): rows
+    marked deleted by deletion vectors and hash index files replaced, ten snapshots,
+    tags on snapshots 3 (expired by :func:`expire`) and 8.
+
+    Expiration keeps 8 to 10: of the index files of the expired snapshots, the first
+    vector file and hash file stay for tag "first", those that snapshot 8 still
+    names stay, and the hash file only snapshot 7 named goes."""
+    t = shoal.Catalog(str(root)).create_table(
+        "db.ix", EVENTS_SCHEMA, partition_keys=["dt"], options=MERGE_MANIFESTS
+    )
+    t.append(pa.concat_tables([rows([1, 2, 3], DAY1), rows([4, 5], DAY2)]))
+    day1, day2 = live_files(t)
+    if day2.partition < day1.partition:
+        day1, day2 = day2, day1
+    delete_rows(t, day1, [0])  # 2
+    rehash(t, day1.partition, 0)  # 3
+    t.create_tag("first")
+    delete_rows(t, day1, [1])  # 4: the vector file of 2 stays for "first"
+    rehash(t, day1.partition, 0)  # 5: so does the hash file of 3
+    delete_rows(t, day2, [0])  # 6
+    rehash(t, day2.partition, 0)  # 7
+    rehash(t, day2.partition, 0)  # 8: the hash file of 7 goes with it
+    t.create_tag("recent")
+    t.append(rows([6], DAY1))  # 9
+    [new] = [
+        e
+        for e in live_files(t)
+        if e.file.file_name not in (day1.file.file_name, day2.file.file_name)
+    ]
+    delete_rows(t, new, [0])  # 10
+    assert t.latest_snapshot().id == 10
+    return Path(t.path)
+
+
 EVENT_SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("ms")), ("v", pa.string())])
 
 
@@ -175,13 +212,13 @@ def delete_tag(name: str) -> Operation:
     return delete
 
 
-def with_orphans(source: Path, scratch: Path) -> Path:
+def with_orphans(source: Path, scratch: Path, tag: str = "middle") -> Path:
     """A copy of ``source`` after :func:`expire`, with the orphans of an interrupted
-    deletion of tag "middle" and of a commit that died before publishing its snapshot;
+    deletion of ``tag`` and of a commit that died before publishing its snapshot;
     everything under it an hour old."""
     target = expired(source, scratch / "orphans")
     try:  # the tag file goes, its files stay
-        delete_tag("middle")(open_on(FaultyFileIO(2), target))
+        delete_tag(tag)(open_on(FaultyFileIO(2), target))
     except Crash:
         pass
     else:
@@ -234,11 +271,13 @@ def open_on(file_io: FaultyFileIO, path: Path) -> Table:
 
 
 def reachable_from(table: Table, roots: list[Snapshot]) -> set[str]:
-    """Paths of the data files, extra files, manifests and manifest lists that readers
-    of ``roots`` need (``tests.reachability.reachable`` for a chosen set of roots)."""
+    """Paths of the data files, extra files, manifests, manifest lists, index manifests
+    and index files that readers of ``roots`` need (``tests.reachability.reachable``
+    for a chosen set of roots)."""
     store = table._store
     out: set[str] = set()
     for snapshot in roots:
+        out.update(index_files_of(store, snapshot))
         for entry in live_entries(store, snapshot):
             bucket_dir = store.paths.bucket_dir(
                 store.partitions.path(entry.partition), entry.bucket

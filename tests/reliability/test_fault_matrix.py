@@ -63,6 +63,7 @@ from tests.reliability.helpers import (
     event_time_table,
     expire,
     expired,
+    index_table,
     open_on,
     primary_key_table,
     reachable_from,
@@ -237,6 +238,38 @@ OPS = [
         done=_same_tree,
     ),
     Op(
+        "expire-snapshots-index-files",
+        "index",
+        expire,
+        commits=False,
+        expires=True,
+        done=_same_tree,
+    ),
+    Op(
+        "delete-tag-of-expired-snapshot-index-files",
+        "expired-index",
+        delete_tag("first"),
+        repeatable=False,
+        commits=False,
+        faults=(FAIL, CRASH),
+    ),
+    Op(
+        "rollback-to-tag-of-expired-snapshot-index-files",
+        "expired-index",
+        lambda t: t.rollback_to(tag="first"),
+        commits=False,
+        between=_rollback_between,
+    ),
+    Op(
+        "remove-orphan-files-index-files",
+        "index-orphans",
+        remove_orphans,
+        commits=False,
+        rerun=lambda t: remove_orphans(t, age=True),
+        done=_same_tree,
+        faults=(FAIL, CRASH),
+    ),
+    Op(
         "remove-orphan-files",
         "orphans",
         remove_orphans,
@@ -252,7 +285,11 @@ OPS = [
 def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("sources")
     append = append_table(root / "append")
+    index = index_table(root / "index")
     return {
+        "index": index,
+        "expired-index": expired(index, root / "expired-index"),
+        "index-orphans": with_orphans(index, root / "index-scratch", tag="first"),
         "append": append,
         "primary-key": primary_key_table(root / "primary-key"),
         "event-time": event_time_table(root / "event-time"),

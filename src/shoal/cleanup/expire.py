@@ -27,16 +27,22 @@ What goes with them:
   a tag in the range uses (a manifest is used by an unbroken stretch of snapshots,
   so a manifest of an expired snapshot still in use is used by ``end`` or by a tag
   inside the range, or by the last tag at or before ``begin``).
+- By the same rule, the index manifests of ``[begin, end)`` and the index files they
+  name (hash indexes, deletion vectors: ``cleanup/index_files``) that neither
+  snapshot ``end`` nor such a tag names.
 - The snapshot files, oldest first, then the ``EARLIEST`` hint.
 
 Everything is read before anything is deleted, and a manifest that cannot be read
-cancels the deletions that depend on it: its snapshot's data files, or all manifest
-deletion of the run. What is left behind then is unreferenced, for orphan cleanup;
-nothing still referenced is ever deleted. The order (data files, manifests,
+cancels the deletions that depend on it: its snapshot's data files, the index files
+of an expired snapshot's index manifest, or all manifest and index deletion of the
+run (a manifest or index manifest of ``end`` or of a tag). What is left behind then is
+unreferenced, for orphan cleanup; nothing still referenced is ever deleted. The order
+(data files, index files, manifests, then manifest lists and index manifests,
 snapshot files, hint) means a crash at any point leaves every retained snapshot and
-tag readable, and running expiration again finishes the job.
+tag readable, and running expiration again finishes the job: each file that names
+others goes after them, so a second run still finds them.
 
-The deletes of data files, manifests and manifest lists go through a
+The deletes of data files, index files and metadata files go through a
 :data:`BulkDelete` (by default :func:`delete_paths`: ``FileIO.delete_many``, batched
 on object stores), so that a distributed job can run them elsewhere; each batch
 finishes before the next starts, which keeps the order. Snapshot files go one at a
@@ -55,6 +61,7 @@ from shoal import options as O
 from shoal.cleanup.auto_tags import expire_tags
 from shoal.cleanup.clock import epoch_millis
 from shoal.cleanup.directories import ancestors, remove_empty_directories
+from shoal.cleanup.index_files import index_file_paths, index_names
 from shoal.core.paths import data_file_path
 from shoal.core.plan import live_entries
 from shoal.core.snapshot_manager import EARLIEST
@@ -85,7 +92,8 @@ class ExpireResult:
 
     expired_snapshots: int = 0
     deleted_data_files: int = 0
-    deleted_manifest_files: int = 0
+    deleted_manifest_files: int = 0  # manifests, manifest lists and index manifests
+    deleted_index_files: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +220,8 @@ class _Plan:
     data_files: list[str] = field(default_factory=list)
     manifests: list[str] = field(default_factory=list)
     manifest_lists: list[str] = field(default_factory=list)
+    index_files: list[str] = field(default_factory=list)
+    index_manifests: list[str] = field(default_factory=list)
     touched_buckets: set[str] = field(default_factory=set)
 
 
@@ -256,23 +266,25 @@ def _expire_until(
     deleted_data = _delete_some(delete, plan.data_files)
     if clean_empty_directories:
         _remove_empty_directories(store, plan.touched_buckets)
-    # Manifests before the lists that name them, in two steps: a run stopped in
-    # between can still find every manifest when it runs again.
+    # Manifests and index files before the lists and index manifests that name them,
+    # in two steps: a run stopped in between can still find them when it runs again.
+    deleted_index = _delete_some(delete, plan.index_files)
     deleted_manifests = _delete_some(delete, plan.manifests)
-    deleted_manifests += _delete_some(delete, plan.manifest_lists)
+    deleted_manifests += _delete_some(delete, plan.manifest_lists + plan.index_manifests)
     for snapshot_id in sorted(leftovers) + list(range(begin, end)):
         store.file_io.delete(store.paths.snapshot_path(snapshot_id))
         store.snapshots.forget(snapshot_id)
     store.snapshots.write_hint(EARLIEST, end)
     expired = end - begin + len(leftovers)
     logger.info(
-        "expired snapshots %d..%d: deleted %d data files and %d manifest files",
+        "expired snapshots %d..%d: deleted %d data files, %d index files and %d manifest files",
         min([begin, *leftovers]),
         end - 1,
         deleted_data,
+        deleted_index,
         deleted_manifests,
     )
-    return ExpireResult(expired, deleted_data, deleted_manifests)
+    return ExpireResult(expired, deleted_data, deleted_manifests, deleted_index)
 
 
 def _plan(expiring: _Range) -> _Plan:
@@ -384,17 +396,31 @@ def _plan_manifests(expiring: _Range, plan: _Plan) -> None:
         for snapshot in keepers:
             lists, manifests = _manifest_names(store, snapshot, strict=True)
             kept.update(lists, manifests)
+            kept.update(index_names(store, snapshot, strict=True).all())
     except _UNREADABLE as exc:
-        logger.warning("manifests in use cannot be read (%s); no manifest is deleted", exc)
+        logger.warning(
+            "manifests in use cannot be read (%s); no manifest or index file is deleted", exc
+        )
         return
     doomed_lists: set[str] = set()
     doomed_manifests: set[str] = set()
+    doomed_index_manifests: set[str] = set()
+    doomed_index_files: set[str] = set()
     for snapshot_id in range(begin, end):
         lists, manifests = _manifest_names(store, by_id[snapshot_id], strict=False)
         doomed_lists.update(lists)
         doomed_manifests.update(manifests)
-    plan.manifests.extend(store.paths.manifest_path(n) for n in sorted(doomed_manifests - kept))
-    plan.manifest_lists.extend(store.paths.manifest_path(n) for n in sorted(doomed_lists - kept))
+        index = index_names(store, by_id[snapshot_id], strict=False)
+        if index.manifest:
+            doomed_index_manifests.add(index.manifest)
+        doomed_index_files.update(index.files)
+    paths = store.paths
+    plan.manifests.extend(paths.manifest_path(n) for n in sorted(doomed_manifests - kept))
+    plan.manifest_lists.extend(paths.manifest_path(n) for n in sorted(doomed_lists - kept))
+    plan.index_files.extend(index_file_paths(store, doomed_index_files - kept))
+    plan.index_manifests.extend(
+        paths.manifest_path(n) for n in sorted(doomed_index_manifests - kept)
+    )
 
 
 def _manifest_names(
@@ -403,9 +429,8 @@ def _manifest_names(
     """The manifest lists of a snapshot, and the manifests they name.
 
     An unreadable list raises when ``strict``; otherwise only its own name is given
-    (the manifests it names stay for orphan cleanup). Index manifests and statistics
-    files are left alone: shoal does not read their contents, so it cannot tell
-    which index files they keep alive."""
+    (the manifests it names stay for orphan cleanup). Statistics files are left
+    alone, for orphan cleanup."""
     lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
     if snapshot.changelog_manifest_list:
         lists.append(snapshot.changelog_manifest_list)

@@ -9,10 +9,11 @@ rollback removed, or of an expiration that stopped half-way. A run
    ``manifest/``, ``index/``, ``statistics/`` and every bucket directory (while step 2
    reads the roots and their manifest lists);
 2. reads every root (snapshots, then tags, then changelogs and branches) and collects
-   the names they reach: manifest lists, the manifests in them, the index manifest,
-   the statistics file, and the data file and extra files of every manifest entry, ADD
-   and DELETE alike (a DELETE entry in the history still names a file a reader of an
-   older snapshot needs). Manifests are searched for the candidates' names rather
+   the names they reach: manifest lists, the manifests in them, the index manifest and
+   the index files it names (hash indexes, deletion vectors), the statistics file, and
+   the data file and extra files of every manifest entry, ADD and DELETE alike (a
+   DELETE entry in the history still names a file a reader of an older snapshot
+   needs). Manifests are searched for the candidates' names rather
    than decoded whole (:class:`~shoal.format.avro.strings.StringFinder`). Only names
    that are also candidates are kept, so memory follows the candidates, not the length
    of the history;
@@ -32,8 +33,6 @@ Safety rules:
   never the table root. ``schema/``, ``tag/``, ``consumer/``, ``changelog/``,
   ``branch/``, unknown directories, files in the table root or in partition
   directories, and subdirectories of buckets are never touched.
-- shoal does not decode index manifests, so while any root names one, the files in
-  ``index/`` all stay.
 
 One run is one sequence, :func:`remove_orphan_files`, wherever it runs; an
 :class:`OrphanExecutor` (threads here, Spark tasks in ``shoal.spark.jobs``) runs only
@@ -53,6 +52,7 @@ from typing import Protocol, TypeVar
 
 from shoal.cleanup.clock import epoch_millis
 from shoal.cleanup.directories import parent, remove_empty_directories
+from shoal.cleanup.index_files import index_names
 from shoal.core.paths import BUCKET_PREFIX, SNAPSHOT_PREFIX, PathFactory
 from shoal.core.snapshot_manager import EARLIEST, LATEST, SnapshotManager
 from shoal.core.store import FileStore
@@ -284,6 +284,22 @@ def root_file_names(roots: Sequence[Snapshot]) -> set[str]:
     return out
 
 
+def index_files_named_by(store: FileStore, roots: Iterable[Snapshot]) -> set[str]:
+    """The index files that the index manifests of ``roots`` name (each index manifest
+    read once). An index manifest that a root still references and that cannot be
+    read raises CorruptMetadataError."""
+    by_manifest = {root.index_manifest: root for root in roots if root.index_manifest}
+
+    def read(root: Snapshot) -> frozenset[str] | None:
+        return _read_referenced(
+            store,
+            root.index_manifest or "",
+            lambda _: index_names(store, root, strict=True).files,
+        )
+
+    return {n for names in _map_reads(store, read, by_manifest.values()) if names for n in names}
+
+
 def manifests_named_by(store: FileStore, list_names: Iterable[str]) -> set[str]:
     """Every manifest that the manifest lists ``list_names`` name. A list that a root
     still references and that cannot be read raises CorruptMetadataError."""
@@ -315,19 +331,23 @@ def files_named_by(
 
 @dataclass(frozen=True, slots=True)
 class Reach:
-    """What the roots name: ``names``, the files their JSON names and the manifests
-    their manifest lists name; ``manifests``, whose entries name the rest (the data
-    files and their extra files). A candidate is used when its name is among them,
-    whatever directory it lies in: matching is by name alone."""
+    """What the roots name: ``names``, the files their JSON names, the manifests their
+    manifest lists name and the index files their index manifests name;
+    ``manifests``, whose entries name the rest (the data files and their extra
+    files). A candidate is used when its name is among them, whatever directory it
+    lies in: matching is by name alone."""
 
     names: frozenset[str]
     manifests: tuple[str, ...]
 
     @staticmethod
-    def of(roots: Sequence[Snapshot], manifests: Iterable[str]) -> Reach:
-        """The reach of ``roots``, whose manifest lists name ``manifests``."""
+    def of(
+        roots: Sequence[Snapshot], manifests: Iterable[str], index_files: Iterable[str] = ()
+    ) -> Reach:
+        """The reach of ``roots``, whose manifest lists name ``manifests`` and whose
+        index manifests name ``index_files``."""
         named = tuple(sorted(manifests))
-        return Reach(frozenset(root_file_names(roots)).union(named), named)
+        return Reach(frozenset(root_file_names(roots)).union(named, index_files), named)
 
     def used_among(self, store: FileStore, candidates: Set[str]) -> set[str]:
         """The names of ``candidates`` that the roots reach; the manifests are searched
@@ -348,7 +368,8 @@ def used_names(
     already)."""
     if manifests is None:
         manifests = manifests_named_by(store, manifest_list_names(roots))
-    return Reach.of(roots, manifests).used_among(store, set().union(*candidates))
+    reach = Reach.of(roots, manifests, index_files_named_by(store, roots))
+    return reach.used_among(store, set().union(*candidates))
 
 
 def _manifest_names(store: FileStore, list_name: str) -> list[str]:
@@ -396,12 +417,11 @@ def older(statuses: Iterable[FileStatus], threshold_ms: int) -> list[FileStatus]
 @dataclass(frozen=True, slots=True)
 class Sweep:
     """The last step over candidates, the same code wherever an executor runs it: the
-    orphans among them (older than the threshold, named by no root, outside
-    ``protected_dirs``) are deleted, or in a dry run only reported. Picklable, so it
-    can run where the candidates were listed."""
+    orphans among them (older than the threshold, named by no root) are deleted, or
+    in a dry run only reported. Picklable, so it can run where the candidates were
+    listed."""
 
     threshold_ms: int
-    protected_dirs: tuple[str, ...] = ()
     dry_run: bool = False
 
     def choose(
@@ -410,10 +430,7 @@ class Sweep:
         """The orphans among ``candidates``, whose names ``used`` does not hold."""
         old = older(candidates, self.threshold_ms)
         # file_name inlined: this runs once per candidate
-        unused = [c for c in old if c.path.rpartition("/")[2] not in used]
-        if not self.protected_dirs:
-            return unused
-        return [c for c in unused if parent(c.path) not in self.protected_dirs]
+        return [c for c in old if c.path.rpartition("/")[2] not in used]
 
     def __call__(
         self, file_io: FileIO, candidates: Iterable[FileStatus], used: Set[str] = frozenset()
@@ -423,15 +440,6 @@ class Sweep:
         returns those deleted or found gone, or in a dry run those a run would delete."""
         orphans = self.choose(candidates, used)
         return orphans if self.dry_run else _delete_in_batches(file_io, orphans)
-
-
-def protected_directories(store: FileStore, roots: Iterable[Snapshot]) -> list[str]:
-    """Directories whose files cleanup cannot judge: ``index/`` while a root names an
-    index manifest, whose contents (the index files it uses) shoal does not decode."""
-    if any(root.index_manifest for root in roots):
-        logger.info("a snapshot names an index manifest: the files in index/ are kept")
-        return [f"{store.root}/index"]
-    return []
 
 
 def delete_files(file_io: FileIO, files: Sequence[FileStatus]) -> list[FileStatus]:
@@ -589,11 +597,12 @@ def remove_orphan_files(
             cleanup.callback(_close, listing)
             roots = table_roots(store)
             manifests = executor.manifests_named_by(store, manifest_list_names(roots))
+            index_files = index_files_named_by(store, roots)
         data, candidates = listing.result()
         survey = candidates.survey()
         check_modification_times([survey.oldest] if survey.oldest else [])
-        sweep = Sweep(threshold, tuple(protected_directories(store, roots)), dry_run)
-        deleted = candidates.sweep(Reach.of(roots, manifests), sweep)
+        sweep = Sweep(threshold, dry_run=dry_run)
+        deleted = candidates.sweep(Reach.of(roots, manifests, index_files), sweep)
     empty_buckets = [b.path for b in data.buckets if b.path in survey.empty_directories]
     removed = (
         []

@@ -5,9 +5,9 @@ is the newest snapshot file, so until that last delete a reader sees the table a
 was, and after it as rolled back; never one of the snapshots in between. Then the tags
 of the dropped snapshots go (a crash before leaves them, still readable, and running
 the rollback again removes them), then the hints move. A tag whose snapshot has
-expired brings it back first: the tag file holds the whole snapshot. Data files and
-manifests are never deleted here; once nothing reaches them, orphan cleanup removes
-them. Run it while no writer commits to the table.
+expired brings it back first: the tag file holds the whole snapshot. Data files,
+manifests, index manifests and index files are never deleted here; once nothing
+reaches them, orphan cleanup removes them. Run it while no writer commits to the table.
 """
 
 from __future__ import annotations

@@ -2,22 +2,25 @@
 
 A tag whose snapshot still exists holds nothing that the snapshot does not: removing
 it removes the tag file only. A tag whose snapshot has expired may be the last holder
-of some data files and manifests. A file lives over one unbroken stretch of snapshots
-(added once, deleted once; a manifest is carried from list to list until merged away),
-so a file of the removed tag that anything else still uses is also used by one of the
-tag's two neighbours: the nearest older tag, and the nearer of the next tag and the
-earliest snapshot. Exactly the tag's files that neither neighbour uses are deleted.
+of some data files, manifests, index manifests and index files. A file lives over one
+unbroken stretch of snapshots (added once, deleted once; a manifest is carried from
+list to list until merged away, an index manifest from snapshot to snapshot until an
+index changes, see ``cleanup/index_files``), so a file of the removed tag that
+anything else still uses is also used by one of the tag's two neighbours: the nearest
+older tag, and the nearer of the next tag and the earliest snapshot. Exactly the tag's
+files that neither neighbour uses are deleted.
 
-Order: the tag file goes first, then data files, then manifests and the tag's
-manifest lists. A crash at any point leaves files no snapshot or tag references,
-for orphan cleanup; never a reference to a missing file. When a neighbour's
-metadata cannot be read, nothing is deleted.
+Order: the tag file goes first, then data files, then manifests, index files, the
+tag's manifest lists and its index manifest. A crash at any point leaves files no
+snapshot or tag references, for orphan cleanup; never a reference to a missing file.
+When a neighbour's metadata (or the tag's own) cannot be read, nothing is deleted.
 """
 
 from __future__ import annotations
 
 import logging
 
+from shoal.cleanup.index_files import index_file_paths, index_names
 from shoal.core.paths import data_file_path
 from shoal.core.plan import live_entries, read_manifest_metas
 from shoal.core.store import FileStore
@@ -95,12 +98,14 @@ def _neighbours(
 def _unreferenced(
     store: FileStore, snapshot: Snapshot, keep: list[Snapshot]
 ) -> tuple[list[str], list[str]]:
-    """Paths of the data files, then of the manifests and manifest lists, of
-    ``snapshot`` that none of ``keep`` uses."""
+    """Paths of the data files, then of the manifests, index files, manifest lists and
+    index manifest, of ``snapshot`` that none of ``keep`` uses."""
     kept_files = {e.identifier() for neighbour in keep for e in live_entries(store, neighbour)}
     kept_manifests = {
         m.file_name for neighbour in keep for m in read_manifest_metas(store, neighbour)
     }
+    kept_index = {n for neighbour in keep for n in index_names(store, neighbour, strict=True).all()}
+    index = index_names(store, snapshot, strict=True)
     codec, paths = store.partitions, store.paths
     data: list[str] = []
     for entry in live_entries(store, snapshot):
@@ -116,7 +121,14 @@ def _unreferenced(
         if m.file_name not in kept_manifests
     ]
     lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
-    return data, [paths.manifest_path(n) for n in manifests + lists]
+    if index.manifest and index.manifest not in kept_index:
+        lists.append(index.manifest)
+    index_files = index_file_paths(store, set(index.files) - kept_index)
+    return data, [
+        *(paths.manifest_path(n) for n in manifests),
+        *index_files,
+        *(paths.manifest_path(n) for n in lists),
+    ]
 
 
 def rename_tag(store: FileStore, old: str, new: str) -> Tag:
