@@ -33,6 +33,8 @@ VALID = {
     "tag.automatic-creation": "none",
     "tag.default-time-retained": "1 d",
     "partition.expiration-time": "30 d",
+    "dynamic-bucket.initial-buckets": "1",
+    "dynamic-bucket.assigner-parallelism": "1",
 }
 
 
@@ -228,7 +230,7 @@ def _with_options(table: shoal.Table, extra: dict[str, str]) -> str:
         ({"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled"),
         ({"merge-engine": "partial-update"}, "merge-engine"),
         ({"file.format": "orc"}, "file.format"),
-        ({"bucket": "-1"}, "bucket"),
+        ({"bucket": "-2"}, "bucket"),
         ({"scan.tag-name": "v1"}, "scan.tag-name"),
         ({"record-level.expire-time": "1 d"}, "record-level.expire-time"),
     ],

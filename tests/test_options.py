@@ -109,6 +109,10 @@ def test_invalid_memory_size(text: str) -> None:
 DECLARED_KEYS = {
     "BUCKET": "bucket",
     "BUCKET_KEY": "bucket-key",
+    "DYNAMIC_BUCKET_TARGET_ROW_NUM": "dynamic-bucket.target-row-num",
+    "DYNAMIC_BUCKET_INITIAL_BUCKETS": "dynamic-bucket.initial-buckets",
+    "DYNAMIC_BUCKET_ASSIGNER_PARALLELISM": "dynamic-bucket.assigner-parallelism",
+    "DYNAMIC_BUCKET_MAX_BUCKETS": "dynamic-bucket.max-buckets",
     "FILE_FORMAT": "file.format",
     "FILE_COMPRESSION": "file.compression",
     "TARGET_FILE_SIZE": "target-file-size",

@@ -174,7 +174,8 @@ BUCKET = _declare(
         "bucket",
         _parse_int,
         -1,
-        "Number of buckets; -1 for an unbucketed (bucket-unaware) append table.",
+        "Number of buckets; -1 for an unbucketed (bucket-unaware) append table, or dynamic "
+        "buckets on a primary-key table.",
         _bucket_check,
     )
 )
@@ -185,6 +186,65 @@ BUCKET_KEY = _declare(
         "",
         "Comma-separated columns hashed to pick a bucket; default: the primary key, or for an "
         "append table all columns.",
+    )
+)
+
+
+def _parse_long(text: str) -> int:
+    """A Java ``long``, spelled in ASCII digits."""
+    if not _INT.match(text):
+        raise ValueError(f"not an integer: {text!r}")
+    value = int(text.strip())
+    if not -_JAVA_LONG_MAX - 1 <= value <= _JAVA_LONG_MAX:
+        raise ValueError(f"{value} does not fit a 64-bit integer, as Paimon keeps it")
+    return value
+
+
+def _optional_int(text: str) -> int | None:
+    return _parse_int(text)
+
+
+def _optional_positive(value: int | None) -> str | None:
+    return None if value is None or value >= 1 else "must be a positive count"
+
+
+DYNAMIC_BUCKET_TARGET_ROW_NUM = _declare(
+    Option(
+        "dynamic-bucket.target-row-num",
+        _parse_long,
+        2_000_000,
+        "Dynamic buckets: the number of keys a bucket takes before new keys go to another.",
+        _at_least(1),
+    )
+)
+DYNAMIC_BUCKET_INITIAL_BUCKETS = _declare(
+    Option(
+        "dynamic-bucket.initial-buckets",
+        _optional_int,
+        None,
+        "Dynamic buckets: how many buckets a partition fills at once (Paimon's number of "
+        "bucket assigners); none: one.",
+        _optional_positive,
+    )
+)
+DYNAMIC_BUCKET_ASSIGNER_PARALLELISM = _declare(
+    Option(
+        "dynamic-bucket.assigner-parallelism",
+        _optional_int,
+        None,
+        "Dynamic buckets: the number of assigner channels keys are spread over (with "
+        "initial-buckets, as Paimon's assigners); none: the initial bucket count.",
+        _optional_positive,
+    )
+)
+DYNAMIC_BUCKET_MAX_BUCKETS = _declare(
+    Option(
+        "dynamic-bucket.max-buckets",
+        _parse_int,
+        -1,
+        "Dynamic buckets: the most buckets a partition opens (-1: no limit); beyond it new "
+        "keys join existing buckets.",
+        lambda v: None if v == -1 or v >= 1 else "must be -1 (no limit) or a positive count",
     )
 )
 FILE_FORMAT = _declare(

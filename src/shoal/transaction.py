@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -45,8 +46,10 @@ from shoal.errors import (
     SequenceConflictError,
 )
 from shoal.format import types as T
+from shoal.format.index_manifest import IndexManifestEntry
 from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
+from shoal.write.bucket_index import BucketIndex
 from shoal.write.commit import WHOLE_TABLE, CommitRequest, FileStoreCommit, OverwriteScope
 from shoal.write.conform import conform
 from shoal.write.files import AppendWriter, CommitMessage
@@ -55,9 +58,23 @@ from shoal.write.keyed import KeyValueWriter, next_sequences
 logger = logging.getLogger(__name__)
 
 BucketKey = tuple[bytes, int]
-Sequencer = Callable[[Snapshot | None], list[CommitMessage]]
+
+
+@dataclass(frozen=True, slots=True)
+class Sequenced:
+    """A primary-key write ready to commit on one snapshot: its messages and, on a
+    dynamic-bucket table, its hash index changes and the index files it assigned from
+    (``CommitRequest.index_changes``, ``index_base``)."""
+
+    messages: list[CommitMessage]
+    index_changes: tuple[IndexManifestEntry, ...] = ()
+    index_base: Mapping[bytes, frozenset[str]] | None = None
+
+
+Sequencer = Callable[[Snapshot | None], Sequenced]
 """A primary-key write's commit messages, numbered above the rows that a snapshot
-(the latest, at each attempt) holds in the buckets they write."""
+(the latest, at each attempt) holds in the buckets they write (and on a dynamic-bucket
+table with their buckets assigned from that snapshot's hash index)."""
 
 
 class Transaction:
@@ -87,10 +104,19 @@ class Transaction:
             keyed.write(data, kind)
             buckets = keyed.buckets
 
-            def sequence(latest: Snapshot | None) -> list[CommitMessage]:
-                messages = keyed.prepare_commit(next_sequences(store, latest, buckets))
+            def sequence(latest: Snapshot | None) -> Sequenced:
+                nonlocal buckets
+                if not keyed.dynamic:
+                    messages = keyed.prepare_commit(next_sequences(store, latest, buckets))
+                    self._check_scope(messages, overwrite)
+                    return Sequenced(messages)
+                index = BucketIndex(store, latest, fresh=overwrite)
+                assigned = keyed.assign(index)
+                buckets = list(assigned)
+                messages = keyed.prepare_commit(next_sequences(store, latest, buckets), assigned)
                 self._check_scope(messages, overwrite)
-                return messages
+                base = None if overwrite is not None else index.base()
+                return Sequenced(messages, tuple(index.write_changes()), base)
 
             snapshot = self.commit_sequenced(sequence, overwrite=overwrite)
         else:
@@ -160,25 +186,29 @@ class Transaction:
         store = self.store
         attempts = store.options.get(O.COMMIT_MAX_RETRIES) + 1
         for attempt in range(attempts):
-            messages = self._sequenced(sequence)
+            sequenced = self._sequenced(sequence)
             try:
                 snapshot = self.committer.commit(
                     CommitRequest(
-                        messages,
+                        sequenced.messages,
                         overwrite=overwrite,
                         allow_empty=True,
                         check_sequences=overwrite is None,
+                        index_changes=sequenced.index_changes,
+                        index_base=sequenced.index_base,
                     )
                 )
             except SequenceConflictError:
                 if attempt + 1 == attempts:
                     raise
-                continue  # another writer added rows to a bucket: number above them
+                # Another writer added rows to a bucket, or changed the hash index of a
+                # partition: number (and assign) again above them.
+                continue
             assert snapshot is not None  # allow_empty
             return snapshot
         raise AssertionError("unreachable")
 
-    def _sequenced(self, sequence: Sequencer) -> list[CommitMessage]:
+    def _sequenced(self, sequence: Sequencer) -> Sequenced:
         """``sequence`` at the latest snapshot; a latest snapshot that expires while its
         manifests are read has a newer one, which is read instead."""
         snapshots = self.store.snapshots

@@ -304,8 +304,6 @@ def test_options_set_and_removed() -> None:
         (C.RemoveOption("merge-engine"), True, InvalidOptionError, "cannot change"),
         (C.SetOption("bucket", "4"), True, UnsupportedFeatureError, "bucket count"),
         (C.RemoveOption("bucket"), True, UnsupportedFeatureError, "bucket count"),
-        (C.RemoveOption("bucket"), False, UnsupportedFeatureError, "dynamic buckets"),
-        (C.SetOption("bucket", "-1"), False, UnsupportedFeatureError, "dynamic buckets"),
         (C.SetOption("snapshot.num-retained.mx", "5"), False, UnknownOptionError, "did you mean"),
         (C.SetOption("snapshot.num-retained.max", "x"), False, InvalidOptionError, "retained"),
         (C.SetOption("snapshot.num-retained.max", "0"), False, InvalidOptionError, "retained"),
@@ -331,6 +329,11 @@ def test_immutable_options_change_while_the_table_has_no_data() -> None:
     new = apply(KEYED, C.SetOption("bucket", "4"), C.SetOption("merge-engine", "first-row"))
     assert new.options["bucket"] == "4"
     assert new.options["merge-engine"] == "first-row"
+
+
+def test_a_table_without_data_takes_dynamic_buckets() -> None:
+    assert apply(KEYED, C.SetOption("bucket", "-1")).options["bucket"] == "-1"
+    assert "bucket" not in apply(KEYED, C.RemoveOption("bucket")).options
 
 
 def test_setting_an_option_to_its_value_is_no_change() -> None:

@@ -6,12 +6,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 import shoal
+from shoal.core.paths import data_file_path
+from shoal.core.plan import live_entries
+from shoal.write.bucket import key_hashes
+from shoal.write.bucket_index import hash_entries, read_hashes
 from tests.interop import java_paimon as jp
 from tests.interop.java_paimon import VERSIONS, JavaPaimon
 
@@ -107,7 +114,8 @@ def test_java_tables_read_by_snapshot_and_compacted_by_shoal(
             seen = by_snapshot[2 * (snapshot_id - 1) + (name == "u")]
             assert ordered(table.to_arrow(snapshot_id=snapshot_id)) == ordered(seen)
         before = table.latest_snapshot()
-        assert before is not None and before.index_manifest is not None
+        assert before is not None
+        assert before.index_manifest is not None
         result = table.compact("full")
         assert result.snapshot is not None
         assert result.snapshot.index_manifest == before.index_manifest
@@ -128,3 +136,148 @@ def test_java_tables_read_by_snapshot_and_compacted_by_shoal(
         keys = [(r["dt"], r["id"]) for r in seen.to_pylist()]
         assert len(keys) == len(set(keys))
         assert_one_bucket_per_key(table)
+
+
+# --- shoal writes, Java reads and continues ---------------------------------------------------
+
+
+def hash_index_agrees(table: shoal.Table) -> None:
+    """Every key of a live data file is in the hash index file of its partition and
+    bucket, and no hash is in two buckets of a partition."""
+    store = table._store
+    snapshot = table.latest_snapshot()
+    index: dict[tuple[bytes, int], set[int]] = {}
+    for e in hash_entries(store, snapshot):
+        hashes = read_hashes(store, e).tolist()
+        assert len(hashes) == e.index_file.row_count
+        assert e.index_file.file_size == 4 * len(hashes)
+        index[(e.partition, e.bucket)] = set(hashes)
+    by_partition: dict[bytes, list[set[int]]] = defaultdict(list)
+    for (partition, _), hashes in index.items():
+        by_partition[partition].append(hashes)
+    for sets in by_partition.values():
+        assert sum(map(len, sets)) == len(set().union(*sets))
+    for e in live_entries(store, snapshot) if snapshot is not None else []:
+        bucket_dir = store.paths.bucket_dir(store.partitions.path(e.partition), e.bucket)
+        keys = pq.read_table(data_file_path(bucket_dir, e.file), columns=["_KEY_id"])
+        hashes = key_hashes(keys.rename_columns(["id"]), ["id"], store.bucket_key_types)
+        assert set(hashes.tolist()) <= index[(e.partition, e.bucket)]
+
+
+Step = tuple[str, str, list[int], str]  # (writer, action, ids, partition)
+
+
+def apply(model: dict[tuple[str, int], str], step: Step, tag: str) -> None:
+    _, action, ids, dt = step
+    for i in ids:
+        if action == "upsert":
+            model[(dt, i)] = f"{tag}{i}"
+        elif action == "delete":
+            model.pop((dt, i), None)
+
+
+def expected(model: dict[tuple[str, int], str]) -> list[dict[str, object]]:
+    return [{"dt": dt, "id": i, "v": v} for (dt, i), v in sorted(model.items())]
+
+
+def run_example(version: str, steps: list[Step], tmp: Path, partitioned: bool) -> None:
+    """``steps`` by Java and shoal in turns (each turn's Java steps in one run); after
+    each step shoal reads the model's rows, and at the end Java reads every step's
+    snapshot as shoal does."""
+    java = JavaPaimon(version)
+    options = {**TARGET, "write-only": "true"}
+    keys = (["dt", "id"], ["dt"]) if partitioned else (["id"], [])
+    create = jp.create_table(
+        "db.t", SCHEMA, partition_keys=keys[1], primary_keys=keys[0], options=options
+    )
+    pending: list[tuple[jp.Op[Any], int | None]] = [(create, None)]
+    model: dict[tuple[str, int], str] = {}
+    states: list[tuple[int, list[dict[str, object]]]] = []
+    path = table_path(tmp, "t")
+
+    def run_java() -> None:
+        results = java.run(tmp, [op for op, _ in pending])
+        for (_, n), result in zip(pending, results, strict=True):
+            if n is not None:
+                states[n] = (result or 0, states[n][1])
+        pending.clear()
+
+    for n, (writer, action, ids, dt) in enumerate(steps):
+        dt = dt if partitioned else "d1"
+        tag = f"s{n}-"
+        if writer == "java":
+            if action == "compact":
+                op = jp.compact("db.t")
+            else:
+                kind = "DELETE" if action == "delete" else "INSERT"
+                op = jp.write("db.t", rows(ids, tag, dt), kind=kind)
+            pending.append((op, n))
+        else:
+            if pending:
+                run_java()
+            table = shoal.open_table(path)
+            if action == "compact":
+                table.compact("full")
+            elif action == "delete":
+                table.delete(rows(ids, tag, dt))
+            else:
+                table.upsert(rows(ids, tag, dt))
+        apply(model, (writer, action, ids, dt), tag)
+        states.append((0, expected(model)))
+        if writer == "shoal":
+            table = shoal.open_table(path)
+            assert ordered(table.to_arrow()) == expected(model)
+            latest = table.latest_snapshot()
+            states[n] = (latest.id if latest else 0, states[n][1])
+    if pending:
+        run_java()
+    table = shoal.open_table(path)
+    checked = [(s, r) for s, r in states if s > 0]
+    reads = java.run(
+        tmp, [jp.read("db.t", options={"scan.snapshot-id": str(s)}) for s, _ in checked]
+    )
+    for (snapshot_id, rows_then), seen in zip(checked, reads, strict=True):
+        assert ordered(seen) == rows_then, snapshot_id
+        assert ordered(table.to_arrow(snapshot_id=snapshot_id)) == rows_then, snapshot_id
+    assert ordered(table.to_arrow()) == expected(model)
+    assert_one_bucket_per_key(table)
+    hash_index_agrees(table)
+
+
+IDS = st.lists(st.integers(0, 11), min_size=1, max_size=6)
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(["java", "shoal"]),
+        st.sampled_from(["upsert", "upsert", "delete", "compact"]),
+        IDS,
+        st.sampled_from(["d1", "d2"]),
+    ),
+    min_size=2,
+    max_size=6,
+)
+SETTINGS: dict[str, Any] = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    "phases": [Phase.explicit, Phase.reuse, Phase.generate],
+}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("partitioned", [True, False], ids=["partitioned", "unpartitioned"])
+@settings(max_examples=2, **SETTINGS)
+@given(steps=STEPS)
+def test_java_and_shoal_take_turns(
+    version: str, partitioned: bool, steps: list[Step], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    run_example(version, steps, tmp_path_factory.mktemp("dyn"), partitioned)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("partitioned", [True, False], ids=["partitioned", "unpartitioned"])
+@settings(max_examples=12, **SETTINGS)
+@given(steps=STEPS)
+def test_java_and_shoal_take_turns_longer(
+    version: str, partitioned: bool, steps: list[Step], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    run_example(version, steps, tmp_path_factory.mktemp("dyn"), partitioned)

@@ -112,8 +112,11 @@ def test_invalid_primary_key_tables(catalog: shoal.Catalog) -> None:
     with pytest.raises(shoal.SchemaMismatchError, match="part of the primary key"):
         catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], primary_keys=["id"],
                              options={"bucket": "1"})
-    with pytest.raises(shoal.UnsupportedFeatureError, match="bucket"):
-        catalog.create_table("db.t", SCHEMA, primary_keys=["id"])
+    with pytest.raises(shoal.UnsupportedFeatureError, match="cross-partition") as info:
+        catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], primary_keys=["id"])
+    assert info.value.feature == "cross-partition upsert"
+    with pytest.raises(shoal.InvalidOptionError, match="bucket-key"):
+        catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket-key": "id"})
     with pytest.raises(shoal.InvalidOptionError, match="sequence"):
         catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
                              options={"bucket": "1", "sequence.field": "nope"})

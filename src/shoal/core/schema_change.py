@@ -531,7 +531,8 @@ def check_definition(
     Raises:
         SchemaMismatchError: a primary key that repeats a column or leaves out a
             partition column.
-        UnsupportedFeatureError: a primary-key table without fixed buckets.
+        UnsupportedFeatureError: a dynamic-bucket table whose primary key leaves out a
+            partition key (Paimon's cross-partition upsert).
         InvalidOptionError: a bucket key, sequence field or row-kind field that does not
             fit the table.
     """
@@ -564,16 +565,27 @@ def _check_primary_key_table(
 ) -> None:
     if len(set(primary_keys)) != len(primary_keys):
         raise SchemaMismatchError(f"primary key {list(primary_keys)} repeats a column")
+    dynamic = O.BUCKET.get(options) < 1
     outside = [k for k in partition_keys if k not in primary_keys]
+    if outside and dynamic:
+        raise UnsupportedFeatureError(
+            f"a primary key {list(primary_keys)} without the partition keys {outside} on a "
+            "table with dynamic buckets makes Paimon's cross-partition upserts (a key moves "
+            "between partitions), which shoal does not implement; add the partition keys "
+            "to the primary key",
+            feature="cross-partition upsert",
+        )
     if outside:
         raise SchemaMismatchError(
             f"partition keys {outside} must be part of the primary key {list(primary_keys)}, "
             "so that each key lives in one partition"
         )
-    if O.BUCKET.get(options) < 1:
-        raise UnsupportedFeatureError(
-            "shoal reads primary-key tables with dynamic buckets (bucket = -1) but does not "
-            "create or write them: set option 'bucket' to a positive number"
+    if dynamic and O.BUCKET_KEY.get(options):
+        raise InvalidOptionError(
+            "bucket-key",
+            options.get("bucket-key"),
+            "a primary-key table with dynamic buckets (bucket = -1) hashes its whole key; "
+            "give a bucket count to choose a bucket key",
         )
     trimmed = [k for k in primary_keys if k not in partition_keys] or list(primary_keys)
     for key in [k.strip() for k in O.BUCKET_KEY.get(options).split(",") if k.strip()]:

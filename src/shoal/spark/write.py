@@ -18,6 +18,13 @@ never rewritten unless another writer added to it meanwhile, and a key written b
 several tasks keeps the row of the last task. The committer checks the numbers
 against the latest snapshot once more; if a concurrent writer got in between, the
 renumbering is done again.
+
+Dynamic-bucket tables (a primary key and ``bucket`` = -1) take each key's bucket from
+the table's hash index, which one assigner must own for the assignment to be exact.
+Their tasks write no files: each hands its rows to the commit, which writes them in
+task order as one write of the table (``Transaction.write``: buckets assigned from the
+latest snapshot's hash index, assigned again after a lost race). Every row passes
+through the driver, so a large load goes faster into a table with fixed buckets.
 """
 
 from __future__ import annotations
@@ -44,12 +51,24 @@ from shoal.format.data_file import DataFileMeta
 from shoal.format.snapshot import Snapshot
 from shoal.spark.read import table_columns
 from shoal.spark.source_options import OverwriteMode, SourceOptions, normalize_path, open_store
-from shoal.transaction import Sequencer, Transaction, merge_new_columns, written_scope
+from shoal.transaction import (
+    Sequenced,
+    Sequencer,
+    Transaction,
+    merge_new_columns,
+    written_scope,
+)
 from shoal.write.bucket import assign_buckets
 from shoal.write.commit import WHOLE_TABLE, OverwriteScope
 from shoal.write.conform import conform
-from shoal.write.files import AppendWriter, CommitMessage, RollingFileWriter, write_all
-from shoal.write.keyed import KeyValueWriter, next_sequences
+from shoal.write.files import (
+    AppendWriter,
+    CommitMessage,
+    RollingFileWriter,
+    split_rows,
+    write_all,
+)
+from shoal.write.keyed import KeyValueWriter, next_sequences, require_key_writable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -68,6 +87,7 @@ class ShoalCommitMessage(WriterCommitMessage):
     messages: tuple[CommitMessage, ...]
     task: int = 0
     attempt: int = 0
+    rows: bytes | None = None  # a dynamic-bucket table's rows, as an Arrow IPC stream
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:
@@ -128,6 +148,8 @@ class ShoalWriter(DataSourceArrowWriter):
 
     def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
         store = open_store(options.path)
+        if store.is_primary_key:
+            require_key_writable(store)
         store.require_writable()
         if options.merge_schema:
             store = merge_schema(schema, store)
@@ -137,6 +159,7 @@ class ShoalWriter(DataSourceArrowWriter):
         self._dynamic = overwrite and overwrite_mode(store, options) == "dynamic"
         self._buffer_size = options.write_buffer_size
         self._primary_key = store.is_primary_key
+        self._dynamic_buckets = store.is_primary_key and store.num_buckets < 1
         self._first_sequence = first_free_sequence(store) if store.is_primary_key else 0
 
     # --- tasks ---------------------------------------------------------------------------------
@@ -145,6 +168,10 @@ class ShoalWriter(DataSourceArrowWriter):
         task = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
         store = open_store(self._path)
+        if self._dynamic_buckets:
+            tables: list[pa.Table] = []
+            self._feed(iterator, tables.append)
+            return ShoalCommitMessage((), task, attempt, _to_ipc(tables))
         if self._primary_key:
             keyed = KeyValueWriter(store, store.merge_settings)
             self._feed(iterator, keyed.write)
@@ -182,6 +209,9 @@ class ShoalWriter(DataSourceArrowWriter):
         Spark would call abort() after a failed commit."""
         store = open_store(self._path)
         results = [m for m in messages if isinstance(m, ShoalCommitMessage)]
+        if self._dynamic_buckets:
+            self._commit_rows(store, results)
+            return
         written = [m for r in results for m in r.messages]
         scope = None
         if self._overwrite:
@@ -196,6 +226,19 @@ class ShoalWriter(DataSourceArrowWriter):
         logger.info("committed snapshot %d of %s", snapshot.id, self._path)
         buckets = {(m.partition, m.bucket) for m in written}
         transaction.after_commit(buckets, compact=scope is None)
+
+    def _commit_rows(self, store: FileStore, results: list[ShoalCommitMessage]) -> None:
+        """A dynamic-bucket table's rows, in task order, as one write of the table."""
+        tables = [_from_ipc(r.rows) for r in sorted(results, key=lambda r: r.task) if r.rows]
+        data = pa.concat_tables(tables) if tables else store.arrow_schema.empty_table()
+        scope = None
+        if self._overwrite:
+            scope = WHOLE_TABLE
+            if self._dynamic and store.schema.partition_keys:
+                rows = conform(data, store.arrow_schema)
+                scope = frozenset(p for (p, _), _ in split_rows(store, rows)).__contains__
+        snapshot = Transaction(store).write(data, overwrite=scope)
+        logger.info("committed snapshot %d of %s", snapshot.id, self._path)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Deletes nothing: the files of the failed write are referenced by no snapshot,
@@ -228,11 +271,15 @@ def _sequencer(
                 by_bucket.setdefault((m.partition, m.bucket), []).append(m)
     renumber = _Renumber(store)
 
-    def sequence(latest: Snapshot | None) -> list[CommitMessage]:
+    def sequence(latest: Snapshot | None) -> Sequenced:
         floors = {} if scope is not None else next_sequences(store, latest, by_bucket)
-        return [
-            m for key, parts in by_bucket.items() for m in renumber.order(parts, floors.get(key, 0))
-        ]
+        return Sequenced(
+            [
+                m
+                for key, parts in by_bucket.items()
+                for m in renumber.order(parts, floors.get(key, 0))
+            ]
+        )
 
     return sequence
 
@@ -278,6 +325,20 @@ class _Renumber:
         rows = rows.set_column(index, rows.schema.field(index), shifted)
         writer = RollingFileWriter(store, m.partition, m.bucket, layout=self.layout, level=f.level)
         return write_all(writer, [rows])
+
+
+def _to_ipc(tables: list[pa.Table]) -> bytes | None:
+    if not tables:
+        return None
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, tables[0].schema) as stream:
+        for table in tables:
+            stream.write_table(table)
+    return bytes(sink.getvalue())
+
+
+def _from_ipc(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.BufferReader(data)).read_all()
 
 
 def overwrite_mode(store: FileStore, options: SourceOptions) -> OverwriteMode:

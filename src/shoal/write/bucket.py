@@ -131,14 +131,20 @@ def assign_buckets(
     table: pa.Table, key_columns: Sequence[str], key_types: Sequence[T.DataType], num_buckets: int
 ) -> np.ndarray:
     """The bucket of every row of ``table``, as an int32 array."""
-    n = table.num_rows
-    if n == 0:
+    hashes = key_hashes(table, key_columns, key_types)
+    return (np.abs(hashes.astype(np.int64)) % num_buckets).astype(np.int32)
+
+
+def key_hashes(
+    table: pa.Table, key_columns: Sequence[str], key_types: Sequence[T.DataType]
+) -> np.ndarray:
+    """The MurmurHash3 of every row's key BinaryRow, as an int32 array (what Paimon's
+    ``BinaryRow.hashCode`` gives: the bucket hash, and the dynamic-bucket index's)."""
+    if table.num_rows == 0:
         return np.zeros(0, dtype=np.int32)
     if all(_is_vectorizable(t) for t in key_types):
-        hashes = _vectorized_hashes(table, key_columns, key_types)
-    else:
-        hashes = _row_hashes(table, key_columns, key_types)
-    return (np.abs(hashes.astype(np.int64)) % num_buckets).astype(np.int32)
+        return _vectorized_hashes(table, key_columns, key_types)
+    return _row_hashes(table, key_columns, key_types).astype(np.int32)
 
 
 def _vectorized_hashes(

@@ -37,11 +37,19 @@ from shoal.errors import (
 )
 from shoal.event_time.watermark import with_watermark
 from shoal.format import manifest as M
+from shoal.format.index_manifest import (
+    IndexManifestEntry,
+    combine_index_entries,
+    encode_index_manifest,
+)
 from shoal.format.manifest import ManifestEntry, ManifestFileMeta
 from shoal.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from shoal.write.bucket_index import hash_entries
 from shoal.write.files import CommitMessage
 
 logger = logging.getLogger(__name__)
+
+INDEX_MANIFEST_PREFIX = "index-manifest-"
 
 # An overwrite target: every partition, or the partitions a predicate accepts.
 OverwriteScope = Callable[[bytes], bool]
@@ -59,6 +67,13 @@ class CommitRequest:
     compaction planned on that snapshot, which must not commit if another compaction
     committed after it (event-time compactions run one at a time per table; writers
     are never held up). ``properties`` and ``watermark`` go into the snapshot.
+
+    ``index_changes``: index files the commit adds and replaces (DELETE, ADD), applied
+    to the previous snapshot's index manifest as Paimon combines them.
+    ``index_base``: per partition, the hash index files a dynamic-bucket write assigned
+    its keys from; if the latest snapshot's differ, a concurrent writer changed that
+    index and the commit raises SequenceConflictError (the write assigns again). An
+    overwrite or partition drop removes the index files of the partitions it replaces.
     """
 
     messages: Sequence[CommitMessage]
@@ -69,6 +84,8 @@ class CommitRequest:
     alone_since: int | None = None
     properties: Mapping[str, str] | None = None
     watermark: int | None = None
+    index_changes: Sequence[IndexManifestEntry] = ()
+    index_base: Mapping[bytes, frozenset[str]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +122,12 @@ class FileStoreCommit:
             new_partitions = (m.partition for m in messages if m.new_files)
             refuse_expired_writes(self.store.partitions, self.store.options, new_partitions)
         changes = _entries_of(messages)
-        if not changes and overwrite is None and not request.allow_empty:
+        if (
+            not changes
+            and not request.index_changes
+            and overwrite is None
+            and not request.allow_empty
+        ):
             return None
         max_retries = self.store.options.get(O.COMMIT_MAX_RETRIES)
         for attempt in range(max_retries + 1):
@@ -121,12 +143,13 @@ class FileStoreCommit:
                     self._check_sequences(latest, [e for e in changes if e.kind == M.KIND_ADD])
                 if request.alone_since is not None:
                     self._check_no_compaction_since(request.alone_since, latest)
+                if request.index_base is not None:
+                    self._check_hash_index(latest, request.index_base)
                 result = self._try_once(
                     latest,
                     entries,
                     CommitKind.OVERWRITE if overwrite is not None else kind,
-                    request.properties,
-                    request.watermark,
+                    request,
                 )
             except CorruptMetadataError:
                 # A manifest of the snapshot this attempt read is gone: unless that is
@@ -201,18 +224,68 @@ class FileStoreCommit:
                     "the write must be sequenced again"
                 )
 
+    def _check_hash_index(
+        self, latest: Snapshot | None, base: Mapping[bytes, frozenset[str]]
+    ) -> None:
+        """The hash index files of each partition a dynamic-bucket write assigned in are
+        still those it read: otherwise a concurrent writer may have put one of its new
+        keys into another bucket."""
+        now: dict[bytes, set[str]] = {}
+        for e in hash_entries(self.store, latest):
+            if e.partition in base:
+                now.setdefault(e.partition, set()).add(e.index_file.file_name)
+        for partition, names in base.items():
+            if now.get(partition, set()) != names:
+                raise SequenceConflictError(
+                    f"the hash index of partition "
+                    f"{self.store.partitions.path(partition) or '(the table)'} was changed by "
+                    "a concurrent write; the buckets must be assigned again"
+                )
+
+    def _index_manifest(
+        self, latest: Snapshot | None, request: CommitRequest, written: list[str]
+    ) -> str | None:
+        """The new snapshot's index manifest: the previous one when nothing changes it,
+        else a new one (named in ``written``) of its entries with this commit's index
+        changes, the files of the partitions an overwrite replaces removed."""
+        previous_name = latest.index_manifest if latest is not None else None
+        previous: list[IndexManifestEntry] = []
+        if previous_name is not None:
+            previous = self.store.manifests.read_index_manifest(previous_name)
+        changes = list(request.index_changes)
+        if request.overwrite is not None:
+            scope = request.overwrite
+            changes = [e.with_kind(M.KIND_DELETE) for e in previous if scope(e.partition)] + [
+                e for e in changes if e.kind == M.KIND_ADD
+            ]
+        if not changes:
+            return previous_name
+        try:
+            entries = combine_index_entries(previous, changes)
+        except ValueError as exc:
+            raise CommitConflictError(
+                f"the index changes do not apply to snapshot {latest.id if latest else 0}: "
+                f"{exc}; re-plan the operation against the latest snapshot"
+            ) from None
+        name = f"{INDEX_MANIFEST_PREFIX}{uuid.uuid4()}-0"
+        data = encode_index_manifest(entries, self.store.manifests.compression)
+        self.store.file_io.write_bytes(self.store.paths.manifest_path(name), data)
+        written.append(name)
+        return name
+
     def _try_once(
         self,
         latest: Snapshot | None,
         entries: list[ManifestEntry],
         kind: CommitKind,
-        properties: Mapping[str, str] | None,
-        watermark: int | None,
+        request: CommitRequest,
     ) -> _Attempt:
         store = self.store
+        properties, watermark = request.properties, request.watermark
         if store.event_time_columns:  # the read-optimized freshness watermark
             properties = with_watermark(store, latest, entries, properties)
         written: list[str] = []
+        index_manifest = self._index_manifest(latest, request, written)
         delta_metas = store.manifests.write_manifests(entries)
         written.extend(m.file_name for m in delta_metas)
         try:
@@ -254,7 +327,7 @@ class FileStoreCommit:
             commit_identifier=BATCH_COMMIT_IDENTIFIER,
             base_manifest_list_size=base_size,
             delta_manifest_list_size=delta_size,
-            index_manifest=latest.index_manifest if latest is not None else None,
+            index_manifest=index_manifest,
         )
         return _Attempt(snapshot, written)
 

@@ -9,6 +9,7 @@ again and rewritten.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,10 +25,12 @@ from shoal.core.store import FileStore
 from shoal.errors import SchemaMismatchError, UnsupportedFeatureError
 from shoal.format.snapshot import Snapshot
 from shoal.primary_key.merge import winners
+from shoal.write.bucket_index import BucketIndex
 from shoal.write.conform import conform, to_batches
 from shoal.write.files import CommitMessage, RollingFileWriter, split_rows, write_all
 
 BucketKey = tuple[bytes, int]
+Buffers = dict[BucketKey, list[tuple[pa.Table, np.ndarray]]]
 
 # Row kinds as a ``rowkind.field`` column spells them, in _VALUE_KIND order.
 _ROW_KINDS = ("+I", "-U", "+U", "-D")
@@ -51,22 +54,42 @@ class KeyValueWriter:
     """Buffers one write's rows per bucket; ``prepare_commit`` turns them into files."""
 
     def __init__(self, store: FileStore, settings: MergeSettings) -> None:
-        store.require_writable()
-        if store.num_buckets < 1:
-            raise UnsupportedFeatureError(
-                f"table {store.uri!r} uses dynamic buckets (bucket = {store.num_buckets}): "
-                "shoal reads and compacts it but does not write rows into it",
-                feature="bucket",
-            )
+        require_key_writable(store)
         self.store = store
         self.layout = KeyValueLayout(store.schema)
         self.settings = settings
-        self._buffers: dict[BucketKey, list[tuple[pa.Table, np.ndarray]]] = {}
+        self._buffers: Buffers = {}
         self._rowkind_field = store.options.get(O.ROWKIND_FIELD) or None
 
     @property
     def buckets(self) -> list[BucketKey]:
+        """The (partition, bucket) pairs written; on a dynamic-bucket table the buckets
+        are known only once ``assign`` placed the rows."""
         return list(self._buffers)
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether the table's buckets are dynamic (``bucket`` = -1): rows are buffered
+        per partition and ``assign`` gives them their buckets."""
+        return self.store.num_buckets < 1
+
+    def assign(self, index: BucketIndex) -> Buffers:
+        """The buffered rows of a dynamic-bucket table per (partition, bucket), each
+        key in the bucket ``index`` gives it (rows in their write order)."""
+        out: Buffers = {}
+        for (partition, _), parts in self._buffers.items():
+            values = pa.concat_tables([t for t, _ in parts])
+            kinds = np.concatenate([k for _, k in parts])
+            buckets = index.assign(partition, values)
+            order = np.argsort(buckets, kind="stable")
+            ordered = buckets[order]
+            starts = np.flatnonzero(np.diff(ordered)) + 1
+            bounds = [0, *starts.tolist(), len(order)]
+            rows, kinds = values.take(order), kinds[order]
+            for start, end in itertools.pairwise(bounds):
+                key = (partition, int(ordered[start]))
+                out[key] = [(rows.slice(start, end - start), kinds[start:end])]
+        return out
 
     def write(self, data: Any, kind: int = kv.INSERT) -> None:
         schema = self.store.arrow_schema
@@ -117,11 +140,14 @@ class KeyValueWriter:
             if table.column(k).null_count:
                 raise SchemaMismatchError(f"primary-key column {k!r} holds nulls")
 
-    def prepare_commit(self, next_sequence: dict[BucketKey, int]) -> list[CommitMessage]:
-        """Write every buffered bucket as sorted level-0 files, sequencing its rows from
-        ``next_sequence[bucket]`` (0 for a bucket not in it)."""
+    def prepare_commit(
+        self, next_sequence: dict[BucketKey, int], buffers: Buffers | None = None
+    ) -> list[CommitMessage]:
+        """Write every buffered bucket (or those of ``buffers``, from ``assign``) as
+        sorted level-0 files, sequencing its rows from ``next_sequence[bucket]`` (0 for
+        a bucket not in it)."""
         messages = []
-        for key, parts in self._buffers.items():
+        for key, parts in (self._buffers if buffers is None else buffers).items():
             files = self._write_bucket(key, parts, next_sequence.get(key, 0))
             messages.append(CommitMessage(key[0], key[1], self.store.num_buckets, tuple(files)))
         return messages
@@ -136,6 +162,23 @@ class KeyValueWriter:
         rows = winners(rows, self.layout, self.settings)
         writer = RollingFileWriter(self.store, key[0], key[1], layout=self.layout)
         return write_all(writer, [rows])
+
+
+def require_key_writable(store: FileStore) -> None:
+    """Refuse writing rows into a table shoal cannot write (``require_writable``), or
+    into a dynamic-bucket table whose primary key leaves out a partition key: Paimon's
+    cross-partition upsert moves such a key between partitions through a global index,
+    which shoal does not implement. Raises UnsupportedFeatureError."""
+    store.require_writable()
+    schema = store.schema
+    outside = [k for k in schema.partition_keys if k not in schema.primary_keys]
+    if store.num_buckets < 1 and outside:
+        raise UnsupportedFeatureError(
+            f"table {store.uri!r} has dynamic buckets and a primary key "
+            f"{list(schema.primary_keys)} without the partition keys {outside}: Paimon's "
+            "cross-partition upserts, which shoal reads and compacts but does not write",
+            feature="cross-partition upsert",
+        )
 
 
 def next_sequences(
