@@ -281,3 +281,44 @@ def test_java_and_shoal_take_turns_longer(
     version: str, partitioned: bool, steps: list[Step], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     run_example(version, steps, tmp_path_factory.mktemp("dyn"), partitioned)
+
+
+def test_hash_index_files_java_wrote_hold_the_keys_of_their_bucket(
+    java: JavaPaimon, tmp_path: Path
+) -> None:
+    """Each HASH file Java wrote holds exactly the MurmurHash of every key written to its
+    bucket (a string and an integer key column here), four big-endian bytes each."""
+    schema = pa.schema(
+        [pa.field("name", pa.string(), False), pa.field("id", pa.int64(), False), ("v", pa.int32())]
+    )
+    names = [f"key-{i % 5}-{'x' * (i % 9)}" for i in range(14)]
+    data = pa.table({"name": names, "id": list(range(14)), "v": list(range(14))}, schema=schema)
+    java.run(
+        tmp_path,
+        [
+            jp.create_table("db.h", schema, primary_keys=["name", "id"], options=TARGET),
+            jp.write("db.h", data.slice(0, 9)),
+            jp.write("db.h", data.slice(5)),
+            jp.write("db.h", data.slice(0, 2), kind="DELETE"),
+        ],
+    )
+    table = shoal.open_table(table_path(tmp_path, "h"))
+    store = table._store
+    snapshot = table.latest_snapshot()
+    entries = hash_entries(store, snapshot)
+    assert len(entries) >= 4
+    keys_of: dict[int, set[int]] = defaultdict(set)
+    for e in live_entries(store, snapshot):
+        path = data_file_path(store.paths.bucket_dir("", e.bucket), e.file)
+        keys = pq.read_table(path, columns=["_KEY_name", "_KEY_id"])
+        keys = keys.rename_columns(["name", "id"])
+        keys_of[e.bucket] |= set(key_hashes(keys, ["name", "id"], store.bucket_key_types).tolist())
+    for e in entries:
+        hashes = read_hashes(store, e)
+        assert e.index_file.file_size == 4 * len(hashes) == 4 * e.index_file.row_count
+        assert set(hashes.tolist()) == keys_of[e.bucket]
+    assert ordered_by(table.to_arrow()) == ordered_by(data.slice(2))
+
+
+def ordered_by(table: pa.Table) -> list[dict[str, object]]:
+    return table.sort_by([("name", "ascending"), ("id", "ascending")]).to_pylist()
