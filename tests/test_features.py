@@ -227,7 +227,10 @@ def _with_options(table: shoal.Table, extra: dict[str, str]) -> str:
 @pytest.mark.parametrize(
     ("extra", "feature"),
     [
-        ({"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled"),
+        (
+            {"deletion-vectors.enabled": "true", "deletion-vectors.merge-on-read": "true"},
+            "deletion-vectors.merge-on-read",
+        ),
         ({"merge-engine": "partial-update"}, "merge-engine"),
         ({"file.format": "orc"}, "file.format"),
         ({"bucket": "-2"}, "bucket"),
@@ -246,6 +249,20 @@ def test_a_table_using_a_feature_shoal_does_not_read_is_refused(
     with pytest.raises(shoal.UnsupportedFeatureError) as info:
         shoal.open_table(path)
     assert info.value.feature == feature
+
+
+def test_a_table_with_deletion_vectors_reads_but_refuses_writes(catalog: shoal.Catalog) -> None:
+    table = catalog.create_table(
+        "db.t", EVENTS_SCHEMA, primary_keys=["dt", "id"], options={"bucket": "2"}
+    )
+    table.upsert(events(range(3)))
+    opened = shoal.open_table(_with_options(table, {"deletion-vectors.enabled": "true"}))
+    before = sorted(p.name for p in Path(table.path).rglob("*") if p.is_file())
+    for write in (opened.upsert, opened.append):
+        with pytest.raises(shoal.UnsupportedFeatureError, match="deletion vectors") as info:
+            write(events(range(5)))
+        assert info.value.feature == "deletion-vectors.enabled"
+    assert sorted(p.name for p in Path(table.path).rglob("*") if p.is_file()) == before
 
 
 def test_a_table_with_a_changelog_producer_reads_but_refuses_writes(
