@@ -98,7 +98,7 @@ class Scan:
         # Paimon reads a primary-key table with deletion vectors without merging: only
         # the files above level 0, their deleted rows masked (core/deletion_vectors).
         self.deletion_vectors = DVS.enabled(store.schema.options)
-        self.merging = store.is_primary_key and not read_optimized and not self.deletion_vectors
+        self.merging = DVS.merges(store, read_optimized=read_optimized)
         self.read_optimized = read_optimized
         self._latest = latest  # the snapshot is the latest one, not asked for
         self._tag = tag

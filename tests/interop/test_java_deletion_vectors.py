@@ -137,3 +137,39 @@ def test_writes_stay_refused(java: JavaPaimon, tmp_path: Path) -> None:
     with pytest.raises(shoal.UnsupportedFeatureError, match="does not write yet") as info:
         table.upsert(rows("a", [1], 0))
     assert info.value.feature == "deletion-vectors.enabled"
+
+
+def test_incremental_reads_are_refused(java: JavaPaimon, tmp_path: Path) -> None:
+    """A delta of APPEND commits or a merge of both tags' buckets would return rows the
+    vectors delete: refused before anything is read."""
+    java.run(tmp_path, _history())
+    table = shoal.open_table(str(tmp_path / "db.db" / "t"))
+    latest = table.latest_snapshot().id
+    for start, end in [(1, latest), (0, 2), ("t1", "t1")]:
+        with pytest.raises(shoal.UnsupportedFeatureError, match="incremental") as info:
+            table.incremental(start, end)
+        assert info.value.feature == "incremental reads of deletion-vector tables"
+
+
+def test_table_indexes_names_every_vector(java: JavaPaimon, tmp_path: Path) -> None:
+    """The table_indexes system table (Paimon 1.1's ``$table_indexes``) lists each
+    deletion-vector file with the range and deleted rows of each data file's vector;
+    the vectors it lists are exactly those the read masks by."""
+    java.run(tmp_path, _history())
+    table = shoal.open_table(str(tmp_path / "db.db" / "t"))
+    indexes = table.system_table("table_indexes")
+    assert indexes.num_rows > 0
+    assert set(indexes.column("index_type").to_pylist()) == {"DELETION_VECTORS"}
+    assert set(indexes.column("partition").to_pylist()) <= {"{a}", "{b}"}
+    listed = {
+        r["f0"]: (r["f1"], r["f2"])
+        for ranges in indexes.column("dv_ranges").to_pylist()
+        for r in ranges or ()
+    }
+    store = table._store
+    snapshot = store.snapshots.latest()
+    assert snapshot is not None
+    masked = DVS.deletion_files(store, snapshot)
+    assert listed == {name: (d.offset, d.length) for name, d in masked.items()}
+    first = table.system_table("table_indexes", snapshot_id=1)
+    assert first.num_rows <= indexes.num_rows

@@ -50,6 +50,14 @@ def enabled(options: Mapping[str, str]) -> bool:
     return options.get(ENABLED, "false").strip().lower() == "true"
 
 
+def merges(store: FileStore, *, read_optimized: bool) -> bool:
+    """Whether a batch read merges each bucket's files by key: the real-time view of
+    a primary-key table, unless the table has deletion vectors (then Paimon's batch
+    scan reads the files above level 0 unmerged, masked). The one rule every reader
+    of shoal follows."""
+    return store.is_primary_key and not read_optimized and not enabled(store.schema.options)
+
+
 def index_entries(store: FileStore, snapshot: Snapshot) -> list[IndexManifestEntry]:
     """The entries of the snapshot's index manifest (none when it names none)."""
     if not snapshot.index_manifest:

@@ -54,6 +54,23 @@ class DataSplit:
     def deletion_of(self, index: int) -> DeletionFile | None:
         return self.deletion_files[index] if self.deletion_files else None
 
+    def pieces(self) -> list[DataSplit]:
+        """One split per file, each with its own deletion vector."""
+        return [
+            replace(self, files=(f,), deletion_files=_some(self.deletion_of(i)))
+            for i, f in enumerate(self.files)
+        ]
+
+    def joined(self, other: DataSplit) -> DataSplit:
+        """This split's files, then ``other``'s (of the same bucket), each keeping its
+        deletion vector."""
+        deletions: tuple[DeletionFile | None, ...] = ()
+        if self.deletion_files or other.deletion_files:
+            deletions = tuple(self.deletion_of(i) for i in range(len(self.files))) + tuple(
+                other.deletion_of(i) for i in range(len(other.files))
+            )
+        return replace(self, files=self.files + other.files, deletion_files=deletions)
+
     @property
     def row_count(self) -> int:
         return sum(f.row_count for f in self.files)
@@ -65,6 +82,10 @@ class DataSplit:
     @property
     def size_in_bytes(self) -> int:
         return sum(f.file_size for f in self.files)
+
+
+def _some(deletion: DeletionFile | None) -> tuple[DeletionFile | None, ...]:
+    return () if deletion is None else (deletion,)
 
 
 def read_manifest_metas(store: FileStore, snapshot: Snapshot) -> list[ManifestFileMeta]:

@@ -6,6 +6,12 @@ that are already there, and overwrites are not additions). Between two tags (a
 *diff*): the files live at the end tag that were not live at the start tag; on a
 primary-key table, the rows of the end tag that are new or changed since the start
 tag, found by merging both versions of each bucket whose files differ.
+
+Tables with deletion vectors are refused (UnsupportedFeatureError): their rows are
+deleted by vectors that later snapshots add to files committed earlier, and by
+compactions that the delta leaves out, so neither the delta of the APPEND commits nor
+a merge of each bucket's files is the change Paimon reads between two points of such
+a table; returning them would return deleted rows.
 """
 
 from __future__ import annotations
@@ -18,9 +24,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from shoal.core import deletion_vectors as DVS
 from shoal.core.plan import DataSplit, live_entries, make_splits
 from shoal.core.store import FileStore
-from shoal.errors import InvalidArgumentError
+from shoal.errors import InvalidArgumentError, UnsupportedFeatureError
 from shoal.format import manifest as M
 from shoal.format.manifest import ManifestEntry
 from shoal.format.snapshot import CommitKind, Snapshot
@@ -46,6 +53,7 @@ def plan_incremental(store: FileStore, start: int | str, end: int | str) -> Incr
         InvalidArgumentError: a snapshot id and a tag name mixed, or a range backwards.
         SnapshotNotFoundError, TagNotFoundError: a point of the range is not there.
     """
+    _refuse_deletion_vectors(store, start, end)
     if isinstance(start, str) and isinstance(end, str):
         start_snapshot, end_snapshot = store.tags.get(start)[1], store.tags.get(end)[1]
         if store.is_primary_key:
@@ -59,6 +67,20 @@ def plan_incremental(store: FileStore, start: int | str, end: int | str) -> Incr
         raise InvalidArgumentError("incremental takes two snapshot ids or two tag names, not a mix")
     return IncrementalPlan(
         make_splits(store, snapshot_id, entries, whole_buckets=store.is_primary_key)
+    )
+
+
+def _refuse_deletion_vectors(store: FileStore, start: int | str, end: int | str) -> None:
+    """Raise UnsupportedFeatureError for a table with deletion vectors: enabled by its
+    options, or held by the snapshot or tag the range ends at."""
+    if not DVS.enabled(store.schema.options):
+        snapshot = store.tags.get(end)[1] if isinstance(end, str) else store.snapshots.find(end)
+        if snapshot is None or not DVS.deletion_files(store, snapshot):
+            return
+    raise UnsupportedFeatureError(
+        f"table {store.uri!r} has deletion vectors; shoal does not read incremental ranges "
+        f"({start!r}, {end!r}] of such tables yet: read each snapshot or tag instead",
+        feature="incremental reads of deletion-vector tables",
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from shoal.core import deletion_vectors as DVS
 from shoal.core.paths import data_file_path
 from shoal.core.plan import live_entries, read_manifest_metas
 from shoal.core.store import FileStore
@@ -368,9 +369,86 @@ def freshness_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
     )
 
 
+_DV_RANGE = pa.struct(
+    [
+        pa.field("f0", pa.string(), False),
+        pa.field("f1", pa.int32(), False),
+        pa.field("f2", pa.int32(), False),
+        pa.field("_CARDINALITY", pa.int64()),
+    ]
+)
+_TABLE_INDEXES_SCHEMA = pa.schema(
+    [
+        ("partition", pa.string()),
+        pa.field("bucket", pa.int32(), False),
+        pa.field("index_type", pa.string(), False),
+        pa.field("file_name", pa.string(), False),
+        pa.field("file_size", pa.int64(), False),
+        pa.field("row_count", pa.int64(), False),
+        ("dv_ranges", pa.list_(_DV_RANGE)),
+        ("row_range_start", pa.int64()),
+        ("row_range_end", pa.int64()),
+        ("index_field_id", pa.int32()),
+        ("index_field_name", pa.string()),
+    ]
+)
+
+
+def table_indexes_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
+    """The index files of the snapshot (Paimon's ``$table_indexes``): hash indexes and
+    deletion vectors, each deletion-vector file with the range and deleted row count of
+    every data file's vector (``f0`` the data file, ``f1`` the offset, ``f2`` the
+    length)."""
+    entries = DVS.index_entries(store, snapshot) if snapshot is not None else []
+    names = {f.id: f.name for f in store.schema.fields}
+    rows = []
+    for e in entries:
+        f, g = e.index_file, e.index_file.global_index
+        ranges = f.dv_ranges
+        rows.append(
+            {
+                "partition": _partition_string(store.partitions.decode(e.partition)),
+                "bucket": e.bucket,
+                "index_type": f.index_type,
+                "file_name": f.file_name,
+                "file_size": f.file_size,
+                "row_count": f.row_count,
+                "dv_ranges": None
+                if ranges is None
+                else [
+                    {
+                        "f0": r.data_file_name,
+                        "f1": r.offset,
+                        "f2": r.length,
+                        "_CARDINALITY": r.cardinality,
+                    }
+                    for r in ranges
+                ],
+                "row_range_start": g.row_range_start if g else None,
+                "row_range_end": g.row_range_end if g else None,
+                "index_field_id": g.index_field_id if g else None,
+                "index_field_name": names.get(g.index_field_id) if g else None,
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=_TABLE_INDEXES_SCHEMA)
+
+
+def _partition_string(values: tuple[Any, ...]) -> str:
+    """A partition as Paimon casts its row to a string: ``{v1, v2}``."""
+
+    def one(v: Any) -> str:
+        if v is None:
+            return "null"
+        if isinstance(v, bool):
+            return str(v).lower()
+        return str(v)
+
+    return "{" + ", ".join(one(v) for v in values) + "}"
+
+
 # The system tables that describe one snapshot (the latest, or the one time travel
 # names); the others describe the table as it is.
-NEEDS_SNAPSHOT = frozenset({"files", "manifests", "partitions", "freshness"})
+NEEDS_SNAPSHOT = frozenset({"files", "manifests", "partitions", "freshness", "table_indexes"})
 
 SYSTEM_TABLES: dict[str, Callable[[FileStore, Snapshot | None], pa.Table]] = {
     "snapshots": snapshots_table,
@@ -381,6 +459,7 @@ SYSTEM_TABLES: dict[str, Callable[[FileStore, Snapshot | None], pa.Table]] = {
     "schemas": schemas_table,
     "tags": tags_table,
     "freshness": freshness_table,
+    "table_indexes": table_indexes_table,
 }
 
 

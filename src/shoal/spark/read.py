@@ -19,7 +19,6 @@ inside one task.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 from collections.abc import Iterator, Sequence
@@ -29,6 +28,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from shoal import options as O
+from shoal.core import deletion_vectors as DVS
 from shoal.core import filter_text
 from shoal.core import predicate as P
 from shoal.core.plan import DataSplit
@@ -119,7 +119,7 @@ class ShoalReader(DataSourceReader):
             self._table_schema = scan.table_schema
             self._mode = MERGED if scan.merging else FILES
         else:
-            self._mode = MERGED if store.is_primary_key else FILES
+            self._mode = MERGED if DVS.merges(store, read_optimized=False) else FILES
         self._columns = table_columns(schema.fieldNames(), self._table_schema, "the read schema")
         self._key_value = store.is_primary_key and self._mode == FILES
         # The read option ``filter``: part of what this DataFrame is, so every query on
@@ -251,7 +251,7 @@ def _pieces(splits: Sequence[DataSplit], divisible: bool) -> list[DataSplit]:
     """What packing moves as a whole: each file of a divisible split, else each split."""
     if not divisible:
         return list(splits)
-    return [dataclasses.replace(split, files=(f,)) for split in splits for f in split.files]
+    return [piece for split in splits for piece in split.pieces()]
 
 
 def _coalesce(units: list[DataSplit]) -> list[DataSplit]:
@@ -264,7 +264,7 @@ def _coalesce(units: list[DataSplit]) -> list[DataSplit]:
             and last.bucket_path == unit.bucket_path
             and last.snapshot_id == unit.snapshot_id
         ):
-            out[-1] = dataclasses.replace(last, files=last.files + unit.files)
+            out[-1] = last.joined(unit)
         else:
             out.append(unit)
     return out
