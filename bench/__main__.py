@@ -25,6 +25,7 @@ EVENT_TIME = "event-time"
 SPARK = "spark"
 SCALE = "scale"
 TIME_TRAVEL = "time-travel"
+DELETION_VECTORS = "deletion-vectors"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
             APPENDS,
             TIME_TRAVEL,
             PRIMARY_KEY,
+            DELETION_VECTORS,
             EXPIRE,
             ORPHANS,
             EVENT_TIME,
@@ -158,7 +160,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.rows <= 0 or args.rows % 4:
         raise SystemExit("--rows must be a positive multiple of 4 (one quarter per partition)")
-    everything = [APPENDS, TIME_TRAVEL, PRIMARY_KEY, EXPIRE, ORPHANS, EVENT_TIME, SPARK, SCALE]
+    everything = [
+        APPENDS,
+        TIME_TRAVEL,
+        PRIMARY_KEY,
+        DELETION_VECTORS,
+        EXPIRE,
+        ORPHANS,
+        EVENT_TIME,
+        SPARK,
+        SCALE,
+    ]
     workloads = everything if args.workload == "all" else [args.workload]
     python = None if args.no_pypaimon else paimon_env.ensure_pypaimon()
     cleanup = EXPIRE in workloads or ORPHANS in workloads
@@ -207,6 +219,17 @@ def main(argv: list[str] | None = None) -> int:
             pk = run_pk(PkConfig(pk_batches, pk_rows, args.pk_repeats, args.seed, workdir, python))
             sections.append(render_primary_key(pk))
             dump[PRIMARY_KEY] = {**asdict(pk), "ratios": _ratios_json(pk.ratios)}
+        if DELETION_VECTORS in workloads:
+            from bench import deletion_vectors
+
+            dv_done = deletion_vectors.run(
+                deletion_vectors.DvConfig.sized(args.quick, args.seed, workdir)
+            )
+            sections.append(deletion_vectors.render(dv_done))
+            dump[DELETION_VECTORS] = {
+                **dv_done,
+                "ratios": _ratios_json(deletion_vectors.ratios(dv_done)),
+            }
         if cleanup_dir is not None:
             from bench.cleanup import CleanupConfig, run_expire, run_orphans
             from bench.cleanup_report import render_expire, render_orphans

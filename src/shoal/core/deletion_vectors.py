@@ -110,8 +110,11 @@ class VectorLoader:
         except DV.DeletionVectorError as exc:
             raise CorruptMetadataError(deletion.path, str(exc)) from None
 
-    def keep_mask(self, deletion: DeletionFile, row_count: int, data_path: str) -> np.ndarray:
-        """True for each of the data file's ``row_count`` rows that is not deleted."""
+    def deleted_positions(
+        self, deletion: DeletionFile, row_count: int, data_path: str
+    ) -> np.ndarray:
+        """The positions (int64) of the data file's deleted rows, checked against its
+        ``row_count`` rows and the index manifest's count."""
         positions = self.positions(deletion)
         if len(positions) and int(positions[-1]) >= row_count:
             raise CorruptMetadataError(
@@ -124,9 +127,7 @@ class VectorLoader:
                 f"the deletion vector of {data_path} holds {len(positions)} rows, its "
                 f"index manifest says {deletion.cardinality}",
             )
-        mask = np.ones(row_count, dtype=bool)
-        mask[positions.astype(np.int64)] = False
-        return mask
+        return positions.astype(np.int64)
 
 
 def index_file_names(entries: Iterable[IndexManifestEntry]) -> set[str]:

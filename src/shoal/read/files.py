@@ -15,7 +15,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from shoal.core import predicate as P
@@ -27,11 +29,12 @@ from shoal.errors import CorruptDataFileError, UnsupportedFeatureError
 from shoal.format import parquet
 from shoal.format.evolution import FieldMapping, same_fields
 from shoal.format.schema import TableSchema
-from shoal.io import FileIO
+from shoal.io import FileIO, in_background, parallel_map
 from shoal.primary_key.levels import run_files, sorted_runs
 from shoal.primary_key.merge import BucketMerger
 
 _FORMAT = ds.ParquetFileFormat()
+_PARALLEL_FILTER_ROWS = 65_536  # fewer rows are filtered on this thread
 
 
 def _dataset(file_io: FileIO, paths: list[str], schema: pa.Schema) -> ds.Dataset:
@@ -45,20 +48,25 @@ def _dataset(file_io: FileIO, paths: list[str], schema: pa.Schema) -> ds.Dataset
 class _Group:
     """Files written under one schema, read as one dataset: ``mapping`` is None when
     their columns are the target's (read as they are), else it maps them by field id;
-    ``schema`` is the Arrow schema of their columns."""
+    ``schema`` is the Arrow schema of their columns. A group of files with deleted rows
+    has ``deletions``: per file its deletion vector (or None) and row count, by which
+    one mask over the whole dataset is built."""
 
     paths: list[str]
     schema: pa.Schema
     mapping: FieldMapping | None = None
-    deletion: DeletionFile | None = None  # a file with deleted rows, read on its own
+    deletions: tuple[tuple[DeletionFile | None, int], ...] | None = None
+    delete_rows: bool = True  # some file may hold delete rows (key-value files)
 
 
 def _groups(store: FileStore, splits: Sequence[DataSplit], target: TableSchema) -> list[_Group]:
     """The files of ``splits`` by the schema they were written with: first all files
-    whose columns are the target's, then each other schema's."""
+    whose columns are the target's, then each other schema's; the files of the splits
+    that hold deletion vectors form groups of their own, one per schema."""
     alike: dict[int, bool] = {target.id: True}
     paths: dict[int | None, list[str]] = {None: []}
-    masked: list[tuple[int | None, str, DeletionFile]] = []
+    masked: dict[int | None, list[tuple[str, DeletionFile | None, int]]] = {}
+    delete_rows: set[int | None] = set()
     for split in splits:
         for i, (f, path) in enumerate(zip(split.files, split.file_paths, strict=True)):
             same = alike.get(f.schema_id)
@@ -66,16 +74,20 @@ def _groups(store: FileStore, splits: Sequence[DataSplit], target: TableSchema) 
                 same = alike[f.schema_id] = same_fields(
                     store.schema_of(f.schema_id).fields, target.fields
                 )
-            deletion = split.deletion_of(i)
-            if deletion is not None:
-                masked.append((None if same else f.schema_id, path, deletion))
+            schema_id = None if same else f.schema_id
+            if split.deletion_files:
+                masked.setdefault(schema_id, []).append((path, split.deletion_of(i), f.row_count))
+                if f.delete_row_count != 0:  # unknown, or some
+                    delete_rows.add(schema_id)
             else:
-                paths.setdefault(None if same else f.schema_id, []).append(path)
+                paths.setdefault(schema_id, []).append(path)
     groups = [_Group(paths.pop(None), target.arrow_schema())] if paths[None] else []
     paths.pop(None, None)
     mappings: dict[int, tuple[pa.Schema, FieldMapping]] = {}
 
-    def mapped(schema_id: int) -> tuple[pa.Schema, FieldMapping]:
+    def mapped(schema_id: int | None) -> tuple[pa.Schema, FieldMapping | None]:
+        if schema_id is None:
+            return target.arrow_schema(), None
         if schema_id not in mappings:
             written = store.schema_of(schema_id)
             mappings[schema_id] = (
@@ -85,13 +97,11 @@ def _groups(store: FileStore, splits: Sequence[DataSplit], target: TableSchema) 
         return mappings[schema_id]
 
     for schema_id, group_paths in paths.items():
-        assert schema_id is not None
         groups.append(_Group(group_paths, *mapped(schema_id)))
-    for schema_id, path, deletion in masked:
-        if schema_id is None:
-            groups.append(_Group([path], target.arrow_schema(), None, deletion))
-        else:
-            groups.append(_Group([path], *mapped(schema_id), deletion))
+    for schema_id, files in masked.items():
+        deletions = tuple((d, n) for _, d, n in files)
+        paths_of = [p for p, _, _ in files]
+        groups.append(_Group(paths_of, *mapped(schema_id), deletions, schema_id in delete_rows))
     return groups
 
 
@@ -140,7 +150,7 @@ def _read_group(
     loader: VectorLoader,
 ) -> pa.Table:
     mapping = group.mapping
-    if group.deletion is not None:
+    if group.deletions is not None:
         return _read_masked(file_io, group, projected, dnf, key_value, loader=loader)
     if mapping is None:
         dataset_schema, row_filter = _row_filter(group.schema, dnf, key_value)
@@ -167,29 +177,150 @@ def _read_masked(
     *,
     loader: VectorLoader,
 ) -> pa.Table:
-    """The rows of one file with deleted rows: read whole (positions count every row),
-    masked by its deletion vector, then filtered."""
-    assert group.deletion is not None
-    mapping = group.mapping
-    if mapping is None:
-        needed = sources = list(projected.names)
-        pushed = dnf
-    else:
-        needed, sources = _mapped_columns(mapping, projected, dnf)
-        pushed = _pushdown(mapping, dnf)
-    dataset_schema, row_filter = _row_filter(group.schema, pushed, key_value)
-    extra = sorted(P.columns_of(pushed) - set(sources)) if pushed is not None else []
-    if key_value:
-        extra.append(VALUE_KIND)
-    with _data_errors():
-        table = _dataset(file_io, group.paths, dataset_schema).to_table(columns=sources + extra)
-    table = table.filter(loader.keep_mask(group.deletion, table.num_rows, group.paths[0]))
-    if row_filter is not None:
-        table = table.filter(row_filter)
-    table = table.select(sources)
-    if mapping is None:
-        return _exact(table, projected)
-    return _mapped(table, group, needed, projected, dnf)
+    """The rows of files with deleted rows as one table: the files read as one dataset
+    in file order (Arrow's parallel scan; positions count every row, so nothing is
+    filtered in it) while one mask is built from their deletion vectors, then the
+    mask applied to every column at once, on the I/O pool, then the filter."""
+    plan = _MaskedRead.of(group, projected, dnf, key_value)
+    total = sum(n for _, n in group.deletions or ())
+    with in_background(lambda: _keep_mask(group, total, loader)) as mask, _data_errors():
+        rows = _dataset(file_io, group.paths, plan.dataset_schema).to_table(columns=plan.columns)
+    if rows.num_rows != total:
+        raise CorruptDataFileError(
+            f"the data files {group.paths} hold {rows.num_rows} rows, their manifests say {total}"
+        )
+    return plan.finish(rows, mask.result(), 0)
+
+
+def _masked_tables(
+    file_io: FileIO,
+    group: _Group,
+    projected: pa.Schema,
+    dnf: P.Dnf | None,
+    key_value: bool,
+    *,
+    loader: VectorLoader,
+    batch_size: int = 131_072,
+) -> Iterator[pa.Table]:
+    """The rows of files with deleted rows, read as one dataset in file order
+    (positions count every row, so nothing is filtered in the scan): each batch is
+    masked by its slice of one mask built from the files' deletion vectors (while the
+    scan reads), and by its row kinds for key-value files, then filtered, as the next
+    batches are read."""
+    plan = _MaskedRead.of(group, projected, dnf, key_value)
+    total = sum(n for _, n in group.deletions or ())
+    start = 0
+    with in_background(lambda: _keep_mask(group, total, loader)) as mask, _data_errors():
+        scanner = _dataset(file_io, group.paths, plan.dataset_schema).scanner(
+            columns=plan.columns, batch_size=batch_size
+        )
+        for batch in scanner.to_batches():
+            if start + batch.num_rows > total:
+                break
+            rows = plan.finish(pa.Table.from_batches([batch]), mask.result(), start)
+            start += batch.num_rows
+            if rows.num_rows:
+                yield rows
+    if start != total:
+        raise CorruptDataFileError(
+            f"the data files {group.paths} hold other than the {total} rows their manifests name"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _MaskedRead:
+    """How a group with deletion vectors is read: the columns of its scan, and what
+    applies to the rows after the mask."""
+
+    group: _Group
+    projected: pa.Schema
+    dnf: P.Dnf | None
+    dataset_schema: pa.Schema
+    row_filter: ds.Expression | None
+    needed: list[str]
+    sources: list[str]
+    columns: list[str]
+    key_value: bool
+
+    @staticmethod
+    def of(group: _Group, projected: pa.Schema, dnf: P.Dnf | None, key_value: bool) -> _MaskedRead:
+        mapping = group.mapping
+        if mapping is None:
+            needed = sources = list(projected.names)
+            pushed = dnf
+        else:
+            needed, sources = _mapped_columns(mapping, projected, dnf)
+            pushed = _pushdown(mapping, dnf)
+        dataset_schema, _ = _row_filter(group.schema, pushed, key_value)
+        row_filter = P.to_expression(pushed) if pushed is not None else None
+        extra = sorted(P.columns_of(pushed) - set(sources)) if pushed is not None else []
+        key_value = key_value and group.delete_rows
+        if key_value:
+            extra.append(VALUE_KIND)
+        return _MaskedRead(
+            group,
+            projected,
+            dnf,
+            dataset_schema,
+            row_filter,
+            needed,
+            sources,
+            sources + extra,
+            key_value,
+        )
+
+    def finish(self, rows: pa.Table, keep: np.ndarray, start: int) -> pa.Table:
+        """``rows`` (the rows from ``start`` on of the group's files, in order) with
+        the deleted ones and the filtered ones left out, as rows of the target."""
+        keep = keep[start : start + rows.num_rows]
+        if self.key_value:
+            kinds = np.asarray(rows.column(VALUE_KIND))
+            keep = keep & ((kinds == INSERT) | (kinds == UPDATE_AFTER))
+        if not keep.all():
+            rows = _filter_columns(rows, keep)
+        if self.row_filter is not None:
+            rows = rows.filter(self.row_filter)
+        rows = rows.select(self.sources)
+        if self.group.mapping is None:
+            return _exact(rows, self.projected)
+        return _mapped(rows, self.group, self.needed, self.projected, self.dnf)
+
+
+def _filter_columns(rows: pa.Table, keep: np.ndarray) -> pa.Table:
+    """``rows.filter(keep)``, each chunk of each column filtered on the I/O pool (Arrow
+    releases the GIL, and the chunks of a string column are the heaviest work)."""
+    if rows.num_rows < _PARALLEL_FILTER_ROWS:
+        return rows.filter(keep)
+    tasks = []
+    for index, column in enumerate(rows.columns):
+        start = 0
+        for chunk in column.chunks:
+            tasks.append((index, chunk, start))
+            start += len(chunk)
+
+    def one(task: tuple[int, pa.Array, int]) -> pa.Array:
+        _, chunk, start = task
+        return pc.filter(chunk, keep[start : start + len(chunk)])
+
+    filtered = parallel_map(one, tasks)
+    chunks: list[list[pa.Array]] = [[] for _ in rows.columns]
+    for (index, _, _), chunk in zip(tasks, filtered, strict=True):
+        chunks[index].append(chunk)
+    columns = [pa.chunked_array(c, type=f.type) for c, f in zip(chunks, rows.schema, strict=True)]
+    return pa.Table.from_arrays(columns, schema=rows.schema)
+
+
+def _keep_mask(group: _Group, row_count: int, loader: VectorLoader) -> np.ndarray:
+    """True for each of the ``row_count`` rows of the group's files (in order) that no
+    vector deletes."""
+    assert group.deletions is not None
+    keep = np.ones(row_count, dtype=bool)
+    start = 0
+    for path, (deletion, count) in zip(group.paths, group.deletions, strict=True):
+        if deletion is not None:
+            keep[start + loader.deleted_positions(deletion, count, path)] = False
+        start += count
+    return keep
 
 
 def _mapped_columns(
@@ -248,13 +379,37 @@ def read_batches(
         return
     loader = VectorLoader(store.file_io)
     for group in _groups(store, splits, target):
-        if group.deletion is not None:
-            table = _read_masked(store.file_io, group, projected, dnf, key_value, loader=loader)
-            yield from table.combine_chunks().to_batches(max_chunksize=batch_size)
+        if group.deletions is not None:
+            yield from _masked_batches(
+                store.file_io,
+                group,
+                projected,
+                dnf,
+                key_value=key_value,
+                loader=loader,
+                batch_size=batch_size,
+            )
             continue
         yield from _group_batches(
             store.file_io, group, projected, dnf, key_value=key_value, batch_size=batch_size
         )
+
+
+def _masked_batches(
+    file_io: FileIO,
+    group: _Group,
+    projected: pa.Schema,
+    dnf: P.Dnf | None,
+    *,
+    key_value: bool,
+    loader: VectorLoader,
+    batch_size: int,
+) -> Iterator[pa.RecordBatch]:
+    """The rows of files with deleted rows as a stream of batches."""
+    for rows in _masked_tables(
+        file_io, group, projected, dnf, key_value, loader=loader, batch_size=batch_size
+    ):
+        yield from rows.combine_chunks().to_batches()
 
 
 def _group_batches(
