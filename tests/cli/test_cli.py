@@ -391,6 +391,7 @@ def test_expire_snapshots(orders: shoal.Table) -> None:
         "expired_snapshots": 4,
         "deleted_data_files": 0,
         "deleted_manifest_files": result["deleted_manifest_files"],
+        "deleted_index_files": 0,
     }
     assert [s.id for s in orders.snapshots()] == [5, 6]
     again = run("expire-snapshots", orders.path, "--retain-max", "2", "--older-than", "1 h")

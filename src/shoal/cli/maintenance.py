@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from shoal.cleanup.expire import ExpireResult
 from shoal.cli.common import (
     open_table,
     output,
@@ -219,11 +220,17 @@ def expire_snapshots(
     out.result(
         doc,
         lambda: out.print(
-            f"expired {result.expired_snapshots} snapshots, deleted "
-            f"{result.deleted_data_files} data files and {result.deleted_manifest_files} "
-            "manifest files"
+            f"expired {result.expired_snapshots} snapshots, deleted {_deleted_files(result)}"
         ),
     )
+
+
+def _deleted_files(result: ExpireResult) -> str:
+    """'3 data files and 8 manifest files', with the index files when there were any."""
+    counts = [f"{result.deleted_data_files} data files"]
+    if result.deleted_index_files:
+        counts.append(f"{result.deleted_index_files} index files")
+    return ", ".join(counts) + f" and {result.deleted_manifest_files} manifest files"
 
 
 @click.command("expire-partitions", short_help="Drop partitions older than an age.")
