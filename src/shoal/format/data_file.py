@@ -127,7 +127,7 @@ def _opt_list(values: tuple[Any, ...] | None) -> list[Any] | None:
     return list(values) if values is not None else None
 
 
-def _nullable(avro_type: Any) -> dict[str, Any]:
+def nullable(avro_type: Any) -> dict[str, Any]:
     return {"type": ["null", avro_type], "default": None}
 
 
@@ -151,15 +151,15 @@ AVRO_SCHEMA: dict[str, Any] = {
         {"name": "_EXTRA_FILES", "type": _STRINGS},
         {
             "name": "_CREATION_TIME",
-            **_nullable({"type": "long", "logicalType": "timestamp-millis"}),
+            **nullable({"type": "long", "logicalType": "timestamp-millis"}),
         },
-        {"name": "_DELETE_ROW_COUNT", **_nullable("long")},
-        {"name": "_EMBEDDED_FILE_INDEX", **_nullable("bytes")},
-        {"name": "_FILE_SOURCE", **_nullable("int")},
-        {"name": "_VALUE_STATS_COLS", **_nullable(_STRINGS)},
-        {"name": "_EXTERNAL_PATH", **_nullable("string")},
-        {"name": "_FIRST_ROW_ID", **_nullable("long")},
-        {"name": "_WRITE_COLS", **_nullable(_STRINGS)},
-        {"name": "_WRITE_COLS_SEQUENCES", **_nullable({"type": "array", "items": "long"})},
+        {"name": "_DELETE_ROW_COUNT", **nullable("long")},
+        {"name": "_EMBEDDED_FILE_INDEX", **nullable("bytes")},
+        {"name": "_FILE_SOURCE", **nullable("int")},
+        {"name": "_VALUE_STATS_COLS", **nullable(_STRINGS)},
+        {"name": "_EXTERNAL_PATH", **nullable("string")},
+        {"name": "_FIRST_ROW_ID", **nullable("long")},
+        {"name": "_WRITE_COLS", **nullable(_STRINGS)},
+        {"name": "_WRITE_COLS_SEQUENCES", **nullable({"type": "array", "items": "long"})},
     ],
 }

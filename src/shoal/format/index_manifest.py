@@ -19,9 +19,9 @@ from typing import Any
 from shoal.errors import CorruptMetadataError
 from shoal.format import avro
 from shoal.format.avro.container import read_records, write_records
-from shoal.format.data_file import is_file_name
+from shoal.format.data_file import is_file_name, nullable
 from shoal.format.jsonfmt import short
-from shoal.format.manifest import KIND_ADD, KIND_DELETE
+from shoal.format.manifest import AVRO_RECORD, KIND_ADD, KIND_DELETE
 
 INDEX_MANIFEST_VERSION = 1
 HASH_INDEX = "HASH"
@@ -150,40 +150,33 @@ class IndexManifestEntry:
         return IndexManifestEntry(r["_KIND"], r["_PARTITION"], r["_BUCKET"], file)
 
 
-_RECORD = "org.apache.paimon.avro.generated.record"
-
-
-def _nullable(avro_type: Any) -> dict[str, Any]:
-    return {"type": ["null", avro_type], "default": None}
-
-
 _DV_RANGE_AVRO: dict[str, Any] = {
     "type": "record",
-    "name": _RECORD + "__DELETIONS_VECTORS_RANGES",
+    "name": AVRO_RECORD + "__DELETIONS_VECTORS_RANGES",
     "fields": [
         {"name": "f0", "type": "string"},
         {"name": "f1", "type": "int"},
         {"name": "f2", "type": "int"},
-        {"name": "_CARDINALITY", **_nullable("long")},
+        {"name": "_CARDINALITY", **nullable("long")},
     ],
 }
 
 _GLOBAL_INDEX_AVRO: dict[str, Any] = {
     "type": "record",
-    "name": _RECORD + "__GLOBAL_INDEX",
+    "name": AVRO_RECORD + "__GLOBAL_INDEX",
     "fields": [
         {"name": "_ROW_RANGE_START", "type": "long"},
         {"name": "_ROW_RANGE_END", "type": "long"},
         {"name": "_INDEX_FIELD_ID", "type": "int"},
-        {"name": "_EXTRA_FIELD_IDS", **_nullable({"type": "array", "items": "int"})},
-        {"name": "_INDEX_META", **_nullable("bytes")},
-        {"name": "_SOURCE_META", **_nullable("bytes")},
+        {"name": "_EXTRA_FIELD_IDS", **nullable({"type": "array", "items": "int"})},
+        {"name": "_INDEX_META", **nullable("bytes")},
+        {"name": "_SOURCE_META", **nullable("bytes")},
     ],
 }
 
 INDEX_MANIFEST_ENTRY_AVRO: dict[str, Any] = {
     "type": "record",
-    "name": _RECORD,
+    "name": AVRO_RECORD,
     "fields": [
         {"name": "_VERSION", "type": "int"},
         {"name": "_KIND", "type": "int"},
@@ -195,10 +188,10 @@ INDEX_MANIFEST_ENTRY_AVRO: dict[str, Any] = {
         {"name": "_ROW_COUNT", "type": "long"},
         {
             "name": "_DELETIONS_VECTORS_RANGES",
-            **_nullable({"type": "array", "items": ["null", _DV_RANGE_AVRO]}),
+            **nullable({"type": "array", "items": ["null", _DV_RANGE_AVRO]}),
         },
-        {"name": "_EXTERNAL_PATH", **_nullable("string")},
-        {"name": "_GLOBAL_INDEX", **_nullable(_GLOBAL_INDEX_AVRO)},
+        {"name": "_EXTERNAL_PATH", **nullable("string")},
+        {"name": "_GLOBAL_INDEX", **nullable(_GLOBAL_INDEX_AVRO)},
     ],
 }
 

@@ -132,11 +132,12 @@ class ManifestFileMeta:
         )
 
 
-_RECORD = "org.apache.paimon.avro.generated.record"
+# The record name Paimon gives every manifest Avro schema.
+AVRO_RECORD = "org.apache.paimon.avro.generated.record"
 
 MANIFEST_ENTRY_AVRO: dict[str, Any] = {
     "type": "record",
-    "name": _RECORD,
+    "name": AVRO_RECORD,
     "fields": [
         {"name": "_VERSION", "type": "int"},
         {"name": "_KIND", "type": "int"},
@@ -149,7 +150,7 @@ MANIFEST_ENTRY_AVRO: dict[str, Any] = {
 
 MANIFEST_FILE_META_AVRO: dict[str, Any] = {
     "type": "record",
-    "name": _RECORD,
+    "name": AVRO_RECORD,
     "fields": [
         {"name": "_VERSION", "type": "int"},
         {"name": "_FILE_NAME", "type": "string"},
