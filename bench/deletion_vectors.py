@@ -104,16 +104,17 @@ def _mark_deleted(table: Any, keys: set[int]) -> list[str]:
     import pyarrow.parquet as pq
 
     from shoal.core.paths import data_file_path
-    from shoal.core.plan import live_entries, read_manifest_metas
+    from shoal.core.plan import live_entries
     from shoal.format import deletion_vector as DV
     from shoal.format.index_manifest import (
         DELETION_VECTORS_INDEX,
         DeletionVectorMeta,
         IndexFileMeta,
         IndexManifestEntry,
-        encode_index_manifest,
     )
     from shoal.format.manifest import KIND_ADD
+    from shoal.format.snapshot import CommitKind
+    from shoal.write.commit import CommitRequest, FileStoreCommit
 
     store = table._store
     latest = store.snapshots.latest()
@@ -140,25 +141,8 @@ def _mark_deleted(table: Any, keys: set[int]) -> list[str]:
             tuple(DeletionVectorMeta(*r) for r in ranges),
         )
         entries.append(IndexManifestEntry(KIND_ADD, partition, bucket, meta))
-    base, base_size = store.manifests.write_list(read_manifest_metas(store, latest))
-    delta, delta_size = store.manifests.write_list([])
-    index_manifest = f"index-manifest-{uuid.uuid4()}-0"
-    store.file_io.write_bytes(
-        store.paths.manifest_path(index_manifest), encode_index_manifest(entries)
-    )
-    snapshot = replace(
-        latest,
-        id=latest.id + 1,
-        commit_kind="COMPACT",
-        time_millis=int(time.time() * 1000),
-        delta_record_count=0,
-        base_manifest_list=base,
-        base_manifest_list_size=base_size,
-        delta_manifest_list=delta,
-        delta_manifest_list_size=delta_size,
-        index_manifest=index_manifest,
-    )
-    assert store.snapshots.try_publish(snapshot)
+    request = CommitRequest([], kind=CommitKind.COMPACT, allow_empty=True, index_changes=entries)
+    FileStoreCommit(store).commit(request)
     return sorted(paths)
 
 
