@@ -45,6 +45,9 @@ from shoal.write.bucket import assign_buckets
 from tests.conftest import EVENTS_SCHEMA, events, sorted_rows
 from tests.interop import java_paimon as jp
 from tests.interop.java_paimon import VERSIONS, JavaPaimon
+from tests.interop.test_pypaimon_event_time import SCHEMA as TIMED
+from tests.interop.test_pypaimon_event_time import at
+from tests.interop.test_pypaimon_event_time import rows as timed
 
 pytestmark = pytest.mark.interop
 
@@ -315,32 +318,9 @@ def test_one_table_written_by_both_in_turns(java: JavaPaimon, tmp_path: Path) ->
 
 # --- event-time compaction -------------------------------------------------------------------
 
-TIMED = pa.schema(
-    [("dt", pa.string()), ("id", pa.int64()), ("ts", pa.timestamp("ms")), ("v", pa.string())]
-)
-
-
-def at(hour: int) -> datetime:
-    return datetime(2026, 1, 1, hour)
-
 
 def epoch_ms(moment: datetime) -> int:
     return int(moment.replace(tzinfo=UTC).timestamp() * 1000)
-
-
-def timed(ids: list[int] | range, ts: datetime | list[datetime], tag: str) -> pa.Table:
-    """Rows of TIMED; a key's dt follows from its id, so id alone names a row."""
-    ids = list(ids)
-    times = ts if isinstance(ts, list) else [ts] * len(ids)
-    return pa.table(
-        {
-            "dt": [f"2026-01-0{1 + i % 2}" for i in ids],
-            "id": ids,
-            "ts": times,
-            "v": [f"{tag}{i}" for i in ids],
-        },
-        schema=TIMED,
-    )
 
 
 EVENT_TIME_LAYOUTS: dict[str, tuple[bool, list[str], list[str]]] = {
