@@ -139,18 +139,6 @@ def test_writes_stay_refused(java: JavaPaimon, tmp_path: Path) -> None:
     assert info.value.feature == "deletion-vectors.enabled"
 
 
-def test_incremental_reads_are_refused(java: JavaPaimon, tmp_path: Path) -> None:
-    """A delta of APPEND commits or a merge of both tags' buckets would return rows the
-    vectors delete: refused before anything is read."""
-    java.run(tmp_path, _history())
-    table = shoal.open_table(str(tmp_path / "db.db" / "t"))
-    latest = table.latest_snapshot().id
-    for start, end in [(1, latest), (0, 2), ("t1", "t1")]:
-        with pytest.raises(shoal.UnsupportedFeatureError, match="incremental") as info:
-            table.incremental(start, end)
-        assert info.value.feature == "incremental reads of deletion-vector tables"
-
-
 def test_table_indexes_names_every_vector(java: JavaPaimon, tmp_path: Path) -> None:
     """The table_indexes system table (Paimon 1.1's ``$table_indexes``) lists each
     deletion-vector file with the range and deleted rows of each data file's vector;

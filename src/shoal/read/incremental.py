@@ -7,11 +7,34 @@ that are already there, and overwrites are not additions). Between two tags (a
 primary-key table, the rows of the end tag that are new or changed since the start
 tag, found by merging both versions of each bucket whose files differ.
 
-Tables with deletion vectors are refused (UnsupportedFeatureError): their rows are
-deleted by vectors that later snapshots add to files committed earlier, and by
-compactions that the delta leaves out, so neither the delta of the APPEND commits nor
-a merge of each bucket's files is the change Paimon reads between two points of such
-a table; returning them would return deleted rows.
+A primary-key table with ``deletion-vectors.enabled`` is read as Paimon 0.9 and 1.0
+read it, through the batch scan of such a table, which sees only the files above
+level 0 (``core/deletion_vectors``):
+
+- its delta holds the files above level 0 that APPEND commits of the range added.
+  Writers add level-0 files and compactions (COMPACT commits, which a delta skips)
+  lift them, so the delta of such a table is empty;
+- its diff pairs, bucket by bucket, the files above level 0 live at only one of the
+  two tags: the end tag's rows in them (masked by the end tag's vectors) that have no
+  row with their key in the start tag's files (masked by the start tag's vectors),
+  or whose row differs from that one. A file live at both tags takes no part, even
+  when the end tag's vector masks more of its rows: a key whose row moved out of such
+  a file to a new file is new in the diff, whether or not its value changed.
+
+Refused (UnsupportedFeatureError) are the reads whose answer Paimon 0.9 and 1.0 do
+not agree on or shoal cannot give:
+
+- a delta of a primary-key table with deletion vectors in which an APPEND commit
+  adds a file above level 0 (no writer of Paimon 0.9 or 1.0 commits one): Paimon 0.9
+  merges such files by key, masked by the vectors of the snapshot that added them,
+  Paimon 1.0 reads them unmerged and unmasked, and both fail
+  (IndexOutOfBoundsException) on a range in which more than one commit adds them;
+- an append table with deletion vectors: Paimon 0.9 masks a delta's files by the
+  vectors of the snapshot that added each, Paimon 1.0 by none, so their deltas differ
+  and both hold rows that later vectors delete;
+- a primary-key table whose snapshot holds deletion vectors that its options do not
+  enable: Paimon ignores such vectors, shoal's reads of a snapshot mask them, and
+  shoal does not merge a bucket's files under vectors.
 """
 
 from __future__ import annotations
@@ -31,7 +54,7 @@ from shoal.errors import InvalidArgumentError, UnsupportedFeatureError
 from shoal.format import manifest as M
 from shoal.format.manifest import ManifestEntry
 from shoal.format.snapshot import CommitKind, Snapshot
-from shoal.read.files import read_merged
+from shoal.read.files import read_merged, read_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +76,7 @@ def plan_incremental(store: FileStore, start: int | str, end: int | str) -> Incr
         InvalidArgumentError: a snapshot id and a tag name mixed, or a range backwards.
         SnapshotNotFoundError, TagNotFoundError: a point of the range is not there.
     """
-    _refuse_deletion_vectors(store, start, end)
+    vectors = _deletion_vectors(store, start, end)
     if isinstance(start, str) and isinstance(end, str):
         start_snapshot, end_snapshot = store.tags.get(start)[1], store.tags.get(end)[1]
         if store.is_primary_key:
@@ -62,6 +85,8 @@ def plan_incremental(store: FileStore, start: int | str, end: int | str) -> Incr
         snapshot_id = end_snapshot.id
     elif isinstance(start, int) and isinstance(end, int):
         entries = delta_entries(store, start, end)
+        if vectors:
+            entries = _above_level_0(store, start, end, entries)
         snapshot_id = end
     else:
         raise InvalidArgumentError("incremental takes two snapshot ids or two tag names, not a mix")
@@ -70,18 +95,50 @@ def plan_incremental(store: FileStore, start: int | str, end: int | str) -> Incr
     )
 
 
-def _refuse_deletion_vectors(store: FileStore, start: int | str, end: int | str) -> None:
-    """Raise UnsupportedFeatureError for a table with deletion vectors: enabled by its
-    options, or held by the snapshot or tag the range ends at."""
-    if not DVS.enabled(store.schema.options):
+def _deletion_vectors(store: FileStore, start: int | str, end: int | str) -> bool:
+    """Whether the range is read as Paimon reads a primary-key table with deletion
+    vectors (the table's options enable them).
+
+    Raises:
+        UnsupportedFeatureError: an append table with deletion vectors, or a table
+            whose snapshot or tag at the end of the range holds deletion vectors
+            that its options do not enable.
+    """
+    if DVS.enabled(store.schema.options):
+        if store.is_primary_key:
+            return True
+    else:
         snapshot = store.tags.get(end)[1] if isinstance(end, str) else store.snapshots.find(end)
         if snapshot is None or not DVS.deletion_files(store, snapshot):
-            return
+            return False
     raise UnsupportedFeatureError(
-        f"table {store.uri!r} has deletion vectors; shoal does not read incremental ranges "
-        f"({start!r}, {end!r}] of such tables yet: read each snapshot or tag instead",
+        f"table {store.uri!r} has deletion vectors; shoal reads incremental ranges "
+        f"({start!r}, {end!r}] only of primary-key tables with "
+        "'deletion-vectors.enabled' = 'true': read each snapshot or tag instead",
         feature="incremental reads of deletion-vector tables",
     )
+
+
+def _above_level_0(
+    store: FileStore, start: int, end: int, entries: list[ManifestEntry]
+) -> list[ManifestEntry]:
+    """The delta of a primary-key table with deletion vectors: the entries above level
+    0 (its batch scan sees no others), which must be none.
+
+    Raises:
+        UnsupportedFeatureError: an APPEND commit of the range added a file above
+            level 0, which Paimon 0.9 and 1.0 read differently (module docstring).
+    """
+    lifted = [e for e in entries if e.file.level > 0]
+    if lifted:
+        raise UnsupportedFeatureError(
+            f"table {store.uri!r} has deletion vectors and an APPEND commit in "
+            f"({start}, {end}] added {lifted[0].file.file_name!r} at level "
+            f"{lifted[0].file.level}; Paimon 0.9 and 1.0 read such a delta differently, "
+            "so shoal does not read it: read each snapshot instead",
+            feature="incremental deltas of deletion-vector tables with appends above level 0",
+        )
+    return lifted
 
 
 def delta_entries(store: FileStore, start: int, end: int) -> list[ManifestEntry]:
@@ -112,7 +169,10 @@ def keyed_diff(
     store: FileStore, start: Snapshot, end: Snapshot, columns: Sequence[str] | None
 ) -> pa.Table:
     """Rows of a primary-key table at ``end`` whose key is absent at ``start`` or
-    whose row differs there (keys deleted in between are not rows of ``end``)."""
+    whose row differs there (keys deleted in between are not rows of ``end``). On a
+    table with deletion vectors, as Paimon diffs it (:func:`vector_diff`)."""
+    if DVS.enabled(store.schema.options):
+        return vector_diff(store, start, end, columns)
     before = _by_bucket(live_entries(store, start))
     after = _by_bucket(live_entries(store, end))
     changed = [b for b in after if {e.identifier() for e in after[b]} != _ids(before.get(b, []))]
@@ -121,6 +181,55 @@ def keyed_diff(
     old = read_merged(store, _splits(store, start, before, changed), None, None)
     rows = new.filter(_new_or_changed(new, old, keys)) if old.num_rows else new
     return rows.select(list(columns)) if columns is not None else rows
+
+
+def vector_diff(
+    store: FileStore, start: Snapshot, end: Snapshot, columns: Sequence[str] | None
+) -> pa.Table:
+    """The diff of two snapshots of a primary-key table with deletion vectors, as Paimon
+    0.9 and 1.0 read it: per bucket, the rows of the files above level 0 live at
+    ``end`` only (masked by ``end``'s vectors) whose key has no row in the files above
+    level 0 live at ``start`` only (masked by ``start``'s vectors), or a different row
+    there. Each key has at most one row left unmasked in a bucket's files above level
+    0, so the files are read without merging, as the batch scan reads them."""
+    before = _by_bucket([e for e in live_entries(store, start) if e.file.level > 0])
+    after = _by_bucket([e for e in live_entries(store, end) if e.file.level > 0])
+    keys = list(store.schema.primary_keys)
+    added: list[ManifestEntry] = []
+    pairs: list[tuple[list[ManifestEntry], list[ManifestEntry]]] = []
+    for bucket, entries in after.items():
+        old_ids, new_ids = _ids(before.get(bucket, [])), _ids(entries)
+        new = [e for e in entries if e.identifier() not in old_ids]
+        old = [e for e in before.get(bucket, []) if e.identifier() not in new_ids]
+        if new and old:
+            pairs.append((new, old))
+        else:
+            added.extend(new)
+    after_vectors = DVS.deletion_files(store, end)
+    before_vectors = DVS.deletion_files(store, start) if pairs else {}
+    tables = [_read_masked(store, end, added, after_vectors)]
+    for new, old in pairs:
+        rows = _read_masked(store, end, new, after_vectors)
+        previous = _read_masked(store, start, old, before_vectors)
+        if previous.num_rows:
+            rows = rows.filter(_new_or_changed(rows, previous, keys))
+        tables.append(rows)
+    rows = pa.concat_tables(tables)
+    return rows.select(list(columns)) if columns is not None else rows
+
+
+def _read_masked(
+    store: FileStore,
+    snapshot: Snapshot,
+    entries: list[ManifestEntry],
+    deletions: dict[str, DVS.DeletionFile],
+) -> pa.Table:
+    """The rows of ``entries``, files of ``snapshot``, that its vectors
+    (``deletions``) leave."""
+    if not entries:
+        return store.schema.arrow_schema().empty_table()
+    splits = make_splits(store, snapshot.id, entries, deletions=deletions)
+    return read_table(store, splits, store.schema, None, None, key_value=True)
 
 
 def _by_bucket(entries: list[ManifestEntry]) -> dict[tuple[bytes, int], list[ManifestEntry]]:
