@@ -91,14 +91,6 @@ FEATURES: tuple[Feature, ...] = (
         "read",
         "deduplicate",
     ),
-    # Tables with deletion vectors read (core/deletion_vectors); shoal writes none yet.
-    Feature(
-        "deletion-vectors.enabled",
-        _named("deletion vectors, which shoal reads but does not write yet"),
-        _false,
-        "write",
-        "false",
-    ),
     Feature(
         "deletion-vectors.merge-on-read",
         _named("level-0 files merged into reads of a deletion-vector table"),

@@ -388,6 +388,42 @@ WRITE_ONLY = _declare(
         "Writes never compact (a separate job compacts the table).",
     )
 )
+DELETION_VECTORS_ENABLED = _declare(
+    Option(
+        "deletion-vectors.enabled",
+        _parse_bool,
+        False,
+        "Primary-key tables: compactions mark the rows that newer rows replace in "
+        "deletion vectors, so reads need no merge; a write's rows become visible once "
+        "the compaction after it lifts them out of level 0.",
+    )
+)
+DELETION_VECTORS_MODIFIABLE = _declare(
+    Option(
+        "deletion-vectors.modifiable",
+        _parse_bool,
+        False,
+        "Allow deletion-vectors.enabled to change on a table with data (rows may show "
+        "twice unless the table was fully compacted first).",
+    )
+)
+DELETION_VECTORS_BITMAP64 = _declare(
+    Option(
+        "deletion-vectors.bitmap64",
+        _parse_bool,
+        False,
+        "Write deletion vectors as 64-bit bitmaps (read by Paimon 1.1 and later only).",
+    )
+)
+COMPACTION_FORCE_UP_LEVEL_0 = _declare(
+    Option(
+        "compaction.force-up-level-0",
+        _parse_bool,
+        False,
+        "Every compaction after a write lifts all level-0 files, even when universal "
+        "compaction would wait (always so with deletion vectors).",
+    )
+)
 NUM_SORTED_RUN_COMPACTION_TRIGGER = _declare(
     Option(
         "num-sorted-run.compaction-trigger",
@@ -659,6 +695,13 @@ def validate(raw: Mapping[str, str]) -> None:
         option = _REGISTRY.get(key)
         if option is not None:
             option.get(raw)
+    if DELETION_VECTORS_ENABLED.get(raw) and MERGE_ENGINE.get(raw) == "first-row":
+        raise InvalidOptionError(
+            DELETION_VECTORS_ENABLED.key,
+            "true",
+            "the first-row merge engine never replaces a stored row, so it has no rows "
+            "for deletion vectors to mark (Paimon refuses it too)",
+        )
     retain_min, retain_max = SNAPSHOT_NUM_RETAINED_MIN.get(raw), SNAPSHOT_NUM_RETAINED_MAX.get(raw)
     if retain_max < retain_min:
         raise InvalidOptionError(

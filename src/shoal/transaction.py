@@ -36,7 +36,7 @@ from shoal.cleanup.maintain import maintain
 from shoal.cleanup.partition_expire import expire_partitions
 from shoal.compaction import compact as compaction
 from shoal.compaction.compact import CompactResult, RewriteAll
-from shoal.compaction.strategies import universal_for
+from shoal.compaction.strategies import universal_strategy_for
 from shoal.core import kv
 from shoal.core.schema_update import columns_build, commit_schema
 from shoal.core.store import FileStore
@@ -230,7 +230,7 @@ class Transaction:
         if compact and buckets and store.is_primary_key and not store.options.get(O.WRITE_ONLY):
             try:
                 compaction.compact(
-                    store, self.committer, universal_for(store.options), set(buckets)
+                    store, self.committer, universal_strategy_for(store.options), set(buckets)
                 )
             except Exception:
                 logger.warning(

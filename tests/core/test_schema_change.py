@@ -309,9 +309,15 @@ def test_options_set_and_removed() -> None:
         (C.SetOption("snapshot.num-retained.max", "0"), False, InvalidOptionError, "retained"),
         (
             C.SetOption("deletion-vectors.enabled", "true"),
+            True,
+            InvalidOptionError,
+            "deletion-vectors.modifiable",
+        ),
+        (
+            C.SetOption("deletion-vectors.merge-on-read", "true"),
             False,
             UnsupportedFeatureError,
-            "deletion",
+            "does not implement",
         ),
         (C.SetOption("changelog-producer", "input"), False, UnsupportedFeatureError, "changelog"),
         (C.SetOption("path", "/x"), False, InvalidOptionError, "definition"),

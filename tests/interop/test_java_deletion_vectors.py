@@ -131,12 +131,71 @@ def test_index_manifests_shoal_writes_read_in_java(java: JavaPaimon, tmp_path: P
     assert [ordered(t) for t in after] == [ordered(t) for t in before]
 
 
-def test_writes_stay_refused(java: JavaPaimon, tmp_path: Path) -> None:
-    java.run(tmp_path, _history()[:2])
-    table = shoal.open_table(str(tmp_path / "db.db" / "t"))
-    with pytest.raises(shoal.UnsupportedFeatureError, match="does not write yet") as info:
-        table.upsert(rows("a", [1], 0))
-    assert info.value.feature == "deletion-vectors.enabled"
+def test_shoal_continues_java_history_and_java_reads_it(java: JavaPaimon, tmp_path: Path) -> None:
+    """shoal writes on top of Java's history, write-only level-0 files included: its
+    compaction after the write lifts them with its own rows and marks the rows they
+    replace, so Java reads what shoal reads, and Java's next write continues."""
+    java.run(tmp_path, _history())
+    path = str(tmp_path / "db.db" / "t")
+    table = shoal.open_table(path)
+    table.upsert(rows("a", [1, 11, 30], 500))
+    table.delete(rows("a", [12, 31], 0))
+    table.upsert(rows("b", [2, 50], 600))
+    seen, after = java.run(
+        tmp_path,
+        [jp.read("db.t"), jp.write("db.t", rows("a", [1, 2, 13], 700)), jp.read("db.t")],
+    )[::2]
+    table = shoal.open_table(path)
+    assert ordered(seen) == ordered(table.to_arrow(snapshot_id=table.latest_snapshot().id - 2))
+    values = {r["id"]: r["v"] for r in ordered(seen) if r["p"] == "a"}
+    assert values[11] == 511 and 12 not in values  # Java's write-only rows, lifted by shoal
+    assert ordered(after) == ordered(table.to_arrow())
+    keys = [(r["p"], r["id"]) for r in ordered(after)]
+    assert len(keys) == len(set(keys))
+
+
+def test_what_paimon_refuses_shoal_refuses(tmp_path: Path) -> None:
+    """No deletion vectors with first-row (Paimon's own check); no switching them on or
+    off once the table has data unless deletion-vectors.modifiable says so; no
+    event-time compaction, whose late rows would go back to level 0."""
+    catalog = shoal.Catalog(str(tmp_path))
+    with pytest.raises(shoal.InvalidOptionError, match="first-row"):
+        catalog.create_table(
+            "db.f",
+            SCHEMA,
+            primary_keys=["p", "id"],
+            options={**DV_OPTIONS, "merge-engine": "first-row"},
+        )
+    plain = catalog.create_table("db.plain", SCHEMA, primary_keys=["p", "id"])
+    with plain.update_schema() as update:  # no data yet: free to switch
+        update.set_option("deletion-vectors.enabled", "true")
+    with plain.update_schema() as update:
+        update.remove_option("deletion-vectors.enabled")
+    plain.upsert(rows("a", [1, 2], 0))
+    with (
+        pytest.raises(shoal.InvalidOptionError, match="deletion-vectors.modifiable"),
+        plain.update_schema() as update,
+    ):
+        update.set_option("deletion-vectors.enabled", "true")
+    plain.compact("full")
+    with plain.update_schema() as update:
+        update.set_option("deletion-vectors.modifiable", "true")
+        update.set_option("deletion-vectors.enabled", "true")
+    plain.upsert(rows("a", [2, 3], 10))
+    assert ordered(plain.to_arrow()) == [
+        {"p": "a", "id": 1, "v": 1},
+        {"p": "a", "id": 2, "v": 12},
+        {"p": "a", "id": 3, "v": 13},
+    ]
+    dv = catalog.create_table(
+        "db.dv",
+        SCHEMA,
+        primary_keys=["p", "id"],
+        options={**DV_OPTIONS, "compaction.event-time.field": "v"},
+    )
+    dv.upsert(rows("a", [1], 0))
+    with pytest.raises(shoal.UnsupportedFeatureError, match="deletion vectors"):
+        dv.compact("event-time", event_time_threshold=5)
 
 
 def test_table_indexes_names_every_vector(java: JavaPaimon, tmp_path: Path) -> None:

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings
 
 import shoal
 from shoal.core.paths import data_file_path
@@ -21,16 +19,19 @@ from shoal.write.bucket import key_hashes
 from shoal.write.bucket_index import hash_entries, read_hashes
 from tests.interop import java_paimon as jp
 from tests.interop.java_paimon import VERSIONS, JavaPaimon
+from tests.interop.turns import (
+    SCHEMA,
+    SETTINGS,
+    STEPS,
+    Step,
+    ordered,
+    rows,
+    run_turns,
+    table_path,
+)
 
 pytestmark = pytest.mark.interop
 
-SCHEMA = pa.schema(
-    [
-        pa.field("dt", pa.string(), False),
-        pa.field("id", pa.int64(), False),
-        pa.field("v", pa.string()),
-    ]
-)
 # Three keys per bucket: a few rows open several buckets.
 TARGET = {"dynamic-bucket.target-row-num": "3"}
 
@@ -38,22 +39,6 @@ TARGET = {"dynamic-bucket.target-row-num": "3"}
 @pytest.fixture(scope="module", params=VERSIONS)
 def java(request: pytest.FixtureRequest) -> JavaPaimon:
     return JavaPaimon(request.param)
-
-
-def rows(ids: list[int], v: str, dt: str = "d1") -> pa.Table:
-    return pa.table(
-        {"dt": [dt] * len(ids), "id": ids, "v": [f"{v}{i}" for i in ids]}, schema=SCHEMA
-    )
-
-
-def table_path(warehouse: Path, name: str) -> str:
-    return str(warehouse / "db.db" / name)
-
-
-def ordered(table: pa.Table) -> list[dict[str, object]]:
-    return (
-        table.select(SCHEMA.names).sort_by([("dt", "ascending"), ("id", "ascending")]).to_pylist()
-    )
 
 
 def buckets_of_keys(table: shoal.Table) -> dict[tuple[object, ...], set[int]]:
@@ -164,102 +149,16 @@ def hash_index_agrees(table: shoal.Table) -> None:
         assert set(hashes.tolist()) <= index[(e.partition, e.bucket)]
 
 
-Step = tuple[str, str, list[int], str]  # (writer, action, ids, partition)
-
-
-def apply(model: dict[tuple[str, int], str], step: Step, tag: str) -> None:
-    _, action, ids, dt = step
-    for i in ids:
-        if action == "upsert":
-            model[(dt, i)] = f"{tag}{i}"
-        elif action == "delete":
-            model.pop((dt, i), None)
-
-
-def expected(model: dict[tuple[str, int], str]) -> list[dict[str, object]]:
-    return [{"dt": dt, "id": i, "v": v} for (dt, i), v in sorted(model.items())]
-
-
 def run_example(version: str, steps: list[Step], tmp: Path, partitioned: bool) -> None:
-    """``steps`` by Java and shoal in turns (each turn's Java steps in one run); after
-    each step shoal reads the model's rows, and at the end Java reads every step's
-    snapshot as shoal does."""
-    java = JavaPaimon(version)
+    """``steps`` by Java and shoal in turns (``tests/interop/turns``); at the end each
+    key is in one bucket of its partition and the hash index agrees with the files."""
+
+    def check(table: shoal.Table) -> None:
+        assert_one_bucket_per_key(table)
+        hash_index_agrees(table)
+
     options = {**TARGET, "write-only": "true"}
-    keys = (["dt", "id"], ["dt"]) if partitioned else (["id"], [])
-    create = jp.create_table(
-        "db.t", SCHEMA, partition_keys=keys[1], primary_keys=keys[0], options=options
-    )
-    pending: list[tuple[jp.Op[Any], int | None]] = [(create, None)]
-    model: dict[tuple[str, int], str] = {}
-    states: list[tuple[int, list[dict[str, object]]]] = []
-    path = table_path(tmp, "t")
-
-    def run_java() -> None:
-        results = java.run(tmp, [op for op, _ in pending])
-        for (_, n), result in zip(pending, results, strict=True):
-            if n is not None:
-                states[n] = (result or 0, states[n][1])
-        pending.clear()
-
-    for n, (writer, action, ids, dt) in enumerate(steps):
-        dt = dt if partitioned else "d1"
-        tag = f"s{n}-"
-        if writer == "java":
-            if action == "compact":
-                op = jp.compact("db.t")
-            else:
-                kind = "DELETE" if action == "delete" else "INSERT"
-                op = jp.write("db.t", rows(ids, tag, dt), kind=kind)
-            pending.append((op, n))
-        else:
-            if pending:
-                run_java()
-            table = shoal.open_table(path)
-            if action == "compact":
-                table.compact("full")
-            elif action == "delete":
-                table.delete(rows(ids, tag, dt))
-            else:
-                table.upsert(rows(ids, tag, dt))
-        apply(model, (writer, action, ids, dt), tag)
-        states.append((0, expected(model)))
-        if writer == "shoal":
-            table = shoal.open_table(path)
-            assert ordered(table.to_arrow()) == expected(model)
-            latest = table.latest_snapshot()
-            states[n] = (latest.id if latest else 0, states[n][1])
-    if pending:
-        run_java()
-    table = shoal.open_table(path)
-    checked = [(s, r) for s, r in states if s > 0]
-    reads = java.run(
-        tmp, [jp.read("db.t", options={"scan.snapshot-id": str(s)}) for s, _ in checked]
-    )
-    for (snapshot_id, rows_then), seen in zip(checked, reads, strict=True):
-        assert ordered(seen) == rows_then, snapshot_id
-        assert ordered(table.to_arrow(snapshot_id=snapshot_id)) == rows_then, snapshot_id
-    assert ordered(table.to_arrow()) == expected(model)
-    assert_one_bucket_per_key(table)
-    hash_index_agrees(table)
-
-
-IDS = st.lists(st.integers(0, 11), min_size=1, max_size=6)
-STEPS = st.lists(
-    st.tuples(
-        st.sampled_from(["java", "shoal"]),
-        st.sampled_from(["upsert", "upsert", "delete", "compact"]),
-        IDS,
-        st.sampled_from(["d1", "d2"]),
-    ),
-    min_size=2,
-    max_size=6,
-)
-SETTINGS: dict[str, Any] = {
-    "deadline": None,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    "phases": [Phase.explicit, Phase.reuse, Phase.generate],
-}
+    run_turns(version, steps, tmp, partitioned=partitioned, options=options, check=check)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

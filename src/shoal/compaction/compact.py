@@ -37,7 +37,9 @@ from datetime import datetime
 
 from shoal import options as O
 from shoal.compaction.rewrite import rewrite
-from shoal.compaction.strategies import strategy_for
+from shoal.compaction.strategies import FullCompaction, strategy_for
+from shoal.compaction.vectors import BucketVectors
+from shoal.core import deletion_vectors as DVS
 from shoal.core.paths import data_file_path
 from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
@@ -46,9 +48,11 @@ from shoal.errors import (
     CorruptDataFileError,
     CorruptMetadataError,
     InvalidArgumentError,
+    UnsupportedFeatureError,
 )
 from shoal.event_time.strategy import event_time_compaction
 from shoal.format.data_file import DataFileMeta
+from shoal.format.index_manifest import IndexFileMeta
 from shoal.format.snapshot import CommitKind, Snapshot
 from shoal.io import bounded_map, cpu_parallelism
 from shoal.primary_key.runs import CompactStrategy, CompactUnit, sorted_runs
@@ -81,6 +85,7 @@ class CompactTask:
     bucket: int
     unit: CompactUnit
     drop_deletes: bool
+    vectors: BucketVectors | None = None
 
     @property
     def input_bytes(self) -> int:
@@ -93,7 +98,14 @@ RewriteAll = Callable[[FileStore, Sequence[CompactTask]], list[CommitMessage]]
 
 def run_task(store: FileStore, task: CompactTask) -> CommitMessage:
     """Rewrite one task's bucket; the message deletes its inputs and adds the outputs."""
-    return rewrite(store, task.partition, task.bucket, task.unit, drop_deletes=task.drop_deletes)
+    return rewrite(
+        store,
+        task.partition,
+        task.bucket,
+        task.unit,
+        drop_deletes=task.drop_deletes,
+        vectors=task.vectors,
+    )
 
 
 def rewrite_locally(store: FileStore, tasks: Sequence[CompactTask]) -> list[CommitMessage]:
@@ -109,7 +121,17 @@ def plan(
     buckets: Collection[BucketKey] | None = None,
 ) -> list[CompactTask]:
     """One task per bucket the strategy wants to compact."""
-    return _plan_buckets(store, _bucket_files(store, snapshot, buckets), strategy)
+    files = _bucket_files(store, snapshot, buckets)
+    return _plan_buckets(store, files, strategy, _vector_files(store, snapshot))
+
+
+def _vector_files(
+    store: FileStore, snapshot: Snapshot
+) -> Mapping[BucketKey, tuple[IndexFileMeta, ...]] | None:
+    """Each bucket's deletion-vector index files, on a table with deletion vectors."""
+    if not (store.is_primary_key and DVS.enabled(store.schema.options)):
+        return None
+    return DVS.bucket_index_files(store, snapshot)
 
 
 def _bucket_files(
@@ -129,19 +151,33 @@ def _plan_buckets(
     store: FileStore,
     files: dict[BucketKey, list[DataFileMeta]],
     strategy: CompactStrategy,
+    vector_files: Mapping[BucketKey, tuple[IndexFileMeta, ...]] | None,
     skip: Collection[BucketKey] = (),
 ) -> list[CompactTask]:
+    """One task per bucket the strategy picks files of. With ``vector_files`` (a table
+    with deletion vectors: each bucket's index files), each task also carries what
+    keeps its bucket's vectors (``compaction/vectors``), and delete rows go at every
+    output level above 0, the rows they delete being marked."""
     tasks = []
     for (partition, bucket), bucket_files in files.items():
         if (partition, bucket) in skip:
             continue
         runs = sorted_runs(bucket_files, store.decode_key)
         unit = strategy.pick(runs, store.max_level)
+        index_files = () if vector_files is None else vector_files.get((partition, bucket), ())
+        if unit is None and index_files and isinstance(strategy, FullCompaction):
+            with_vectors = {r.data_file_name for f in index_files for r in f.dv_ranges or ()}
+            unit = strategy.pick_vectors(runs, store.max_level, with_vectors)
         if unit is None or not unit.files:
             continue
-        by_field = store.merge_settings.sequence_field is not None
-        drop = _may_drop_deletes(unit, bucket_files, by_field)
-        tasks.append(CompactTask(partition, bucket, unit, drop))
+        if vector_files is None:
+            by_field = store.merge_settings.sequence_field is not None
+            drop = _may_drop_deletes(unit, bucket_files, by_field)
+            tasks.append(CompactTask(partition, bucket, unit, drop))
+            continue
+        upper = tuple(f for f in bucket_files if f.level > unit.output_level)
+        vectors = BucketVectors(index_files, upper)
+        tasks.append(CompactTask(partition, bucket, unit, unit.output_level > 0, vectors))
     return tasks
 
 
@@ -214,8 +250,11 @@ def compact(
                 return CompactResult(None, 0, 0, attempt)
             try:
                 files = _bucket_files(store, latest, buckets)
-                rewritten.keep_if_live(files)
-                tasks = _plan_buckets(store, files, strategy, skip=rewritten.buckets())
+                vector_files = _vector_files(store, latest)
+                rewritten.keep_if_live(files, vector_files)
+                tasks = _plan_buckets(
+                    store, files, strategy, vector_files, skip=rewritten.buckets()
+                )
                 if not tasks and not rewritten.messages():
                     return CompactResult(None, 0, 0, attempt)
                 if exclusive:
@@ -239,6 +278,7 @@ def compact(
                         kind=CommitKind.COMPACT,
                         allow_empty=True,
                         alone_since=latest.id if exclusive else None,
+                        vector_base=rewritten.vector_base(),
                     )
                 )
             except CommitConflictError as exc:
@@ -281,6 +321,7 @@ class _Rewritten:
     def __init__(self, store: FileStore) -> None:
         self._store = store
         self._messages: dict[BucketKey, CommitMessage] = {}
+        self._vectors: dict[BucketKey, BucketVectors] = {}
 
     def messages(self) -> list[CommitMessage]:
         return list(self._messages.values())
@@ -288,28 +329,57 @@ class _Rewritten:
     def buckets(self) -> set[BucketKey]:
         return set(self._messages)
 
+    def vector_base(self) -> dict[BucketKey, frozenset[str]] | None:
+        """Per rewritten bucket of a table with deletion vectors, the index files its
+        vectors were read from (``CommitRequest.vector_base``)."""
+        if not self._vectors:
+            return None
+        return {
+            key: frozenset(f.file_name for f in v.index_files) for key, v in self._vectors.items()
+        }
+
     def add(self, tasks: Sequence[CompactTask], messages: Sequence[CommitMessage]) -> None:
         for task, message in zip(tasks, messages, strict=True):
-            self._messages[task.partition, task.bucket] = message
+            key = (task.partition, task.bucket)
+            self._messages[key] = message
+            if task.vectors is not None:
+                self._vectors[key] = task.vectors
 
-    def keep_if_live(self, live: Mapping[BucketKey, Sequence[DataFileMeta]]) -> None:
-        """Keep the buckets whose inputs are all still live in ``live``; delete the
-        outputs of the others (a concurrent commit removed an input: they are void)."""
+    def keep_if_live(
+        self,
+        live: Mapping[BucketKey, Sequence[DataFileMeta]],
+        vector_files: Mapping[BucketKey, tuple[IndexFileMeta, ...]] | None,
+    ) -> None:
+        """Keep the buckets whose inputs (and, with deletion vectors, the files above
+        the output and the bucket's vectors) are all as they were in ``live`` and
+        ``vector_files``; delete the outputs of the others (a concurrent commit changed
+        what they were made from: they are void)."""
         void = []
         for key, message in self._messages.items():
             names = {f.file_name for f in live.get(key, ())}
-            if not all(f.file_name in names for f in message.deleted_files):
+            used = list(message.deleted_files)
+            vectors = self._vectors.get(key)
+            if vectors is not None:
+                used += vectors.upper_files
+                now = () if vector_files is None else vector_files.get(key, ())
+                if {f.file_name for f in now} != {f.file_name for f in vectors.index_files}:
+                    void.append(key)
+                    continue
+            if not all(f.file_name in names for f in used):
                 void.append(key)
         self._delete([self._messages.pop(key) for key in void])
+        for key in void:
+            self._vectors.pop(key, None)
 
     def discard(self) -> None:
         """Delete every output held (none was committed)."""
         self._delete(list(self._messages.values()))
-        self._messages.clear()
+        self.forget()
 
     def forget(self) -> None:
         """Let go of the outputs without deleting them: committed, or maybe committed."""
         self._messages.clear()
+        self._vectors.clear()
 
     def _delete(self, messages: Sequence[CommitMessage]) -> None:
         store = self._store
@@ -319,6 +389,7 @@ class _Rewritten:
             for f in m.new_files:
                 paths.append(data_file_path(bucket_dir, f))
                 paths.extend(f"{bucket_dir}/{x}" for x in f.extra_files)
+            paths.extend(store.paths.index_path(f.file_name) for f in m.new_index_files)
         if not paths:
             return
         try:
@@ -349,6 +420,13 @@ def compact_with(
     otherwise. Raises InvalidArgumentError for an ``event_time_threshold`` with
     another strategy, CommitConflictError when every attempt lost its race."""
     name = strategy or store.options.get(O.COMPACTION_STRATEGY)
+    if name == "event-time" and DVS.enabled(store.schema.options):
+        raise UnsupportedFeatureError(
+            f"table {store.uri!r} has deletion vectors: its reads see only files above "
+            "level 0, where an event-time compaction's rows after the threshold cannot "
+            "go; compact it with the 'universal' or 'full' strategy",
+            feature="event-time compaction with deletion vectors",
+        )
     if name == "event-time":
         chosen = event_time_compaction(store, event_time_threshold)
         return compact(store, committer, chosen, exclusive=True, rewrite_all=rewrite_all)

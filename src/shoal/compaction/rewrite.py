@@ -11,29 +11,42 @@ below the output.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from shoal.compaction import vectors as V
+from shoal.compaction.vectors import BucketVectors
+from shoal.core.paths import data_file_path
 from shoal.core.plan import readable_file_check
 from shoal.core.store import FileStore
 from shoal.format.data_file import FILE_SOURCE_COMPACT, DataFileMeta
-from shoal.primary_key.levels import run_files, sorted_runs
+from shoal.primary_key.levels import RunFile, run_files, sorted_runs
 from shoal.primary_key.merge import BucketMerger
 from shoal.primary_key.runs import CompactUnit, EventTimeSplit
 from shoal.write.files import CommitMessage, RollingFileWriter, write_all
 
 
 def rewrite(
-    store: FileStore, partition: bytes, bucket: int, unit: CompactUnit, *, drop_deletes: bool
+    store: FileStore,
+    partition: bytes,
+    bucket: int,
+    unit: CompactUnit,
+    *,
+    drop_deletes: bool,
+    vectors: BucketVectors | None = None,
 ) -> CommitMessage:
     """Merge ``unit.files`` into files at ``unit.output_level``; the message deletes the
-    inputs and adds the outputs."""
+    inputs and adds the outputs. On a table with deletion vectors (``vectors``: the
+    bucket's), the inputs are read without their deleted rows and the message also
+    replaces the bucket's deletion-vector index file (``compaction/vectors``)."""
     check = readable_file_check(store, store.schema)
     for f in unit.files:
         check(f)
     bucket_path = store.paths.bucket_dir(store.partitions.path(partition), bucket)
-    runs = run_files(sorted_runs(unit.files, store.decode_key), bucket_path)
+    base = {} if vectors is None else V.load(store, vectors.index_files)
+    runs = run_files(sorted_runs(unit.files, store.decode_key), bucket_path, base)
     merger = BucketMerger(
         store.file_io,
         store.layout,
@@ -53,12 +66,74 @@ def rewrite(
             file_source=FILE_SOURCE_COMPACT,
         )
 
-    merged = merger.merge(runs)
+    found: V.Vectors = {}
+    extra: list[pa.Table] = []
+    if vectors is not None and unit.output_level > 0 and any(f.level == 0 for f in unit.files):
+        found = _look_up(store, bucket_path, unit, vectors, base)
+        if store.merge_settings.sequence_field is not None:
+            extra = [_found_rows(merger, bucket_path, vectors, found, store.layout.key_columns)]
+    merged = merger.merge(runs, extra)
     if unit.split is None:
         files = write_all(writer(unit.output_level), merged)
     else:
         files = _write_split(writer(unit.output_level), writer(0), merged, unit.split)
-    return CommitMessage(partition, bucket, store.num_buckets, tuple(files), tuple(unit.files))
+    message = CommitMessage(partition, bucket, store.num_buckets, tuple(files), tuple(unit.files))
+    if vectors is None:
+        return message
+    after = V.merged(base, unit.files, found)
+    if after is None:
+        return message
+    new_index = V.write_index_file(store, after)
+    return replace(
+        message,
+        new_index_files=() if new_index is None else (new_index,),
+        deleted_index_files=vectors.index_files,
+    )
+
+
+def _look_up(
+    store: FileStore,
+    bucket_path: str,
+    unit: CompactUnit,
+    vectors: BucketVectors,
+    base: V.Vectors,
+) -> V.Vectors:
+    """The rows above the output level that the unit's level-0 keys replace: the keys
+    of its level-0 files (their live rows, when deletes are ignored) that none of its
+    files above level 0 holds, looked up in the bucket's upper files."""
+    reader = V.KeyReader(store, bucket_path, base)
+    level0 = [f for f in unit.files if f.level == 0]
+    keys = reader.keys(level0, live_only=store.merge_settings.ignore_delete)
+    merged_above = [f for f in unit.files if f.level > 0]
+    if merged_above and keys.num_rows:
+        held = reader.keys(merged_above)
+        keys = keys.join(
+            held, keys=list(store.layout.key_columns), join_type="left anti", use_threads=False
+        )
+    if not keys.num_rows:
+        return {}
+    return V.look_up(reader, keys, vectors.upper_files)
+
+
+def _found_rows(
+    merger: BucketMerger,
+    bucket_path: str,
+    vectors: BucketVectors,
+    found: V.Vectors,
+    key_columns: list[str],
+) -> pa.Table:
+    """The rows ``found`` marks, key-ordered: with a ``sequence.field`` they join the
+    merge, which keeps one of them when its field orders after the new row."""
+    by_name = {f.file_name: f for f in vectors.upper_files}
+    tables = [
+        merger.rows_at(
+            RunFile(data_file_path(bucket_path, by_name[name]), by_name[name].schema_id), positions
+        )
+        for name, positions in found.items()
+    ]
+    if not tables:
+        return merger.read_schema.empty_table()
+    return pa.concat_tables(tables).sort_by([(c, "ascending") for c in key_columns])
 
 
 def _write_split(

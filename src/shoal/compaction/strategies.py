@@ -4,11 +4,13 @@
 ``paimon-core/src/main/java/org/apache/paimon/mergetree/compact/UniversalCompaction.java``,
 commit 5dacde516bf6) without its optional early full compaction
 (``compaction.optimization-interval``, ``compaction.total-size-threshold``,
-``compaction.incremental-size-threshold``), off-peak size ratio
-(``compaction.offpeak.*``) and the lookup / ``compaction.force-up-level-0`` wrapper
-(``ForceUpLevel0Compaction``). ``FullCompaction`` is Paimon's
-``CompactStrategy.pickFullCompaction`` without record-level expiry, deletion vectors
-and forced rewrites of a bucket that already is one top-level run.
+``compaction.incremental-size-threshold``) and off-peak size ratio
+(``compaction.offpeak.*``). ``ForceUpLevel0`` is Paimon's ``ForceUpLevel0Compaction``
+(tables with deletion vectors, or ``compaction.force-up-level-0``): universal
+compaction, else every level-0 file lifted. ``FullCompaction`` is Paimon's
+``CompactStrategy.pickFullCompaction`` without record-level expiry and forced
+rewrites of a bucket that already is one top-level run (with deletion vectors, such
+a bucket's files that have vectors are rewritten).
 
 Table options read here (Paimon's keys and defaults; to move into ``shoal.options``):
 
@@ -19,7 +21,7 @@ Table options read here (Paimon's keys and defaults; to move into ``shoal.option
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from shoal import options as O
@@ -44,6 +46,16 @@ class FullCompaction:
         if not runs or (len(runs) == 1 and runs[0].level == max_level):
             return None
         return _unit(max_level, runs)
+
+    def pick_vectors(
+        self, runs: Sequence[SortedRun], max_level: int, with_vectors: Collection[str]
+    ) -> CompactUnit | None:
+        """On a bucket that already is one top-level run, the files with deletion
+        vectors (named in ``with_vectors``), rewritten without their deleted rows."""
+        if len(runs) != 1 or runs[0].level != max_level:
+            return None
+        files = tuple(f for f in runs[0].files if f.file_name in with_vectors)
+        return CompactUnit(max_level, files) if files else None
 
 
 def create_unit(runs: Sequence[SortedRun], max_level: int, run_count: int) -> CompactUnit:
@@ -97,6 +109,13 @@ class UniversalCompaction:
             )
         return unit
 
+    def pick_level0(self, runs: Sequence[SortedRun], max_level: int) -> CompactUnit | None:
+        """Every level-0 run, and the runs above that size ratio adds to them."""
+        level0 = next((i for i, run in enumerate(runs) if run.level > 0), len(runs))
+        if level0 == 0:
+            return None
+        return self._pick_for_size_ratio(runs, max_level, level0, force=True)
+
     def pick_for_size_amp(self, runs: Sequence[SortedRun], max_level: int) -> CompactUnit | None:
         """Rule 1: all runs but the oldest hold more than ``max-size-amplification-percent``
         of the oldest run's size -> merge everything into ``max_level``."""
@@ -116,10 +135,10 @@ class UniversalCompaction:
         return self._pick_for_size_ratio(runs, max_level, 1)
 
     def _pick_for_size_ratio(
-        self, runs: Sequence[SortedRun], max_level: int, candidate_count: int
+        self, runs: Sequence[SortedRun], max_level: int, candidate_count: int, force: bool = False
     ) -> CompactUnit | None:
         candidate_size = sum(run.total_size for run in runs[:candidate_count])
-        triggered = candidate_count > 1
+        triggered = force or candidate_count > 1
         for run in runs[candidate_count:]:
             # Paimon's test in Java's doubles (the long operand converted too); exact
             # until candidate_size * (100 + size_ratio) passes 2**53
@@ -137,6 +156,19 @@ class UniversalCompaction:
         return create_unit(runs, max_level, candidate_count) if triggered else None
 
 
+@dataclass(frozen=True, slots=True)
+class ForceUpLevel0:
+    """Universal compaction, or when it picks nothing every level-0 file: a write's
+    rows leave level 0 at once (Paimon's strategy for tables that look keys up in
+    the levels above, as deletion vectors do)."""
+
+    universal: UniversalCompaction
+
+    def pick(self, runs: Sequence[SortedRun], max_level: int) -> CompactUnit | None:
+        unit = self.universal.pick(runs, max_level)
+        return unit if unit is not None else self.universal.pick_level0(runs, max_level)
+
+
 def universal_for(options: Options) -> UniversalCompaction:
     """Universal compaction set up from a table's options."""
     return UniversalCompaction(
@@ -146,12 +178,21 @@ def universal_for(options: Options) -> UniversalCompaction:
     )
 
 
+def universal_strategy_for(options: Options) -> CompactStrategy:
+    """Universal compaction as Paimon's writers and compaction jobs run it, lifting
+    every level-0 file with deletion vectors or ``compaction.force-up-level-0``."""
+    universal = universal_for(options)
+    if options.get(O.DELETION_VECTORS_ENABLED) or options.get(O.COMPACTION_FORCE_UP_LEVEL_0):
+        return ForceUpLevel0(universal)
+    return universal
+
+
 def strategy_for(name: str, options: Options) -> CompactStrategy:
     """The strategy called ``name`` ("full" or "universal"), set up from ``options``."""
     if name == "full":
         return FullCompaction()
     if name == "universal":
-        return universal_for(options)
+        return universal_strategy_for(options)
     raise InvalidOptionError(
         "compaction.strategy", name, "expected 'full', 'universal' or 'event-time'"
     )

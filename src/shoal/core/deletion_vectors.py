@@ -21,17 +21,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from shoal import options as O
 from shoal.errors import CorruptMetadataError, UnsupportedFeatureError
 from shoal.format import deletion_vector as DV
-from shoal.format.index_manifest import DELETION_VECTORS_INDEX, IndexManifestEntry
+from shoal.format.index_manifest import DELETION_VECTORS_INDEX, IndexFileMeta, IndexManifestEntry
 from shoal.format.manifest import KIND_ADD
 from shoal.format.snapshot import Snapshot
 from shoal.io import FileIO
 
 if TYPE_CHECKING:
     from shoal.core.store import FileStore
-
-ENABLED = "deletion-vectors.enabled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +46,7 @@ class DeletionFile:
 
 
 def enabled(options: Mapping[str, str]) -> bool:
-    return options.get(ENABLED, "false").strip().lower() == "true"
+    return O.DELETION_VECTORS_ENABLED.get(options)
 
 
 def merges(store: FileStore, *, read_optimized: bool) -> bool:
@@ -63,6 +62,20 @@ def index_entries(store: FileStore, snapshot: Snapshot) -> list[IndexManifestEnt
     if not snapshot.index_manifest:
         return []
     return store.manifests.read_index_manifest(snapshot.index_manifest)
+
+
+def bucket_index_files(
+    store: FileStore, snapshot: Snapshot | None
+) -> dict[tuple[bytes, int], tuple[IndexFileMeta, ...]]:
+    """(partition, bucket) → the deletion-vector index files of that bucket in
+    ``snapshot``."""
+    out: dict[tuple[bytes, int], list[IndexFileMeta]] = {}
+    if snapshot is None:
+        return {}
+    for entry in index_entries(store, snapshot):
+        if entry.kind == KIND_ADD and entry.index_file.index_type == DELETION_VECTORS_INDEX:
+            out.setdefault((entry.partition, entry.bucket), []).append(entry.index_file)
+    return {key: tuple(files) for key, files in out.items()}
 
 
 def deletion_files(store: FileStore, snapshot: Snapshot) -> dict[str, DeletionFile]:

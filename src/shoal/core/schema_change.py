@@ -289,6 +289,8 @@ class SetOption:
         if old == self.value:
             return
         _check_option_change(draft, self.key)
+        if self.key == O.DELETION_VECTORS_ENABLED.key:
+            _check_vector_mode(draft, self.value)
         features.check_option_keys({self.key: self.value})
         draft.options[self.key] = self.value
         draft.changed_options.add(self.key)
@@ -300,6 +302,8 @@ class RemoveOption:
 
     def apply(self, draft: Draft) -> None:
         _check_option_change(draft, self.key)
+        if self.key == O.DELETION_VECTORS_ENABLED.key:
+            _check_vector_mode(draft, None)
         if draft.options.pop(self.key, None) is not None:
             draft.changed_options.add(self.key)
 
@@ -478,6 +482,26 @@ def _check_option_change(draft: Draft, key: str) -> None:
             "with the bucket count wanted",
             feature="rescaling buckets",
         )
+
+
+def _check_vector_mode(draft: Draft, value: str | None) -> None:
+    """Paimon's rule for ``deletion-vectors.enabled`` on a table with data: it changes
+    only with ``deletion-vectors.modifiable``, since a table compacted without vectors
+    may hold a key in two levels, which a read with vectors returns twice."""
+    if not draft.has_snapshots:
+        return
+    key = O.DELETION_VECTORS_ENABLED.key
+    old = O.DELETION_VECTORS_ENABLED.get(draft.options)
+    new = O.DELETION_VECTORS_ENABLED.get({} if value is None else {key: value})
+    if old == new or O.DELETION_VECTORS_MODIFIABLE.get(draft.options):
+        return
+    raise InvalidOptionError(
+        key,
+        value if value is not None else "(default)",
+        f"deletion vectors cannot be switched {'on' if new else 'off'} on a table with data: "
+        "rows would show twice unless the table is fully compacted first. Compact it "
+        f"fully, then set '{O.DELETION_VECTORS_MODIFIABLE.key}' = 'true' before this change",
+    )
 
 
 def _rename_in_options(options: dict[str, str], old: str, new: str) -> None:

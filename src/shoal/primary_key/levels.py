@@ -7,9 +7,11 @@ strategies pick runs to rewrite.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from shoal.core.paths import data_file_path
 from shoal.format.data_file import DataFileMeta
@@ -48,15 +50,27 @@ def sorted_runs(
 
 @dataclass(frozen=True, slots=True)
 class RunFile:
-    """A file of a sorted run as the merge reads it: its path and the id of the schema
-    it was written with."""
+    """A file of a sorted run as the merge reads it: its path, the id of the schema it
+    was written with, and the sorted positions of its rows that a deletion vector
+    marks (None: no vector)."""
 
     path: str
     schema_id: int
+    deleted: np.ndarray | None = None
 
 
-def run_files(runs: Sequence[SortedRun], bucket_dir: str) -> list[list[RunFile]]:
-    """Each run's files, in key order: what the merge reads."""
+def run_files(
+    runs: Sequence[SortedRun],
+    bucket_dir: str,
+    vectors: Mapping[str, np.ndarray] | None = None,
+) -> list[list[RunFile]]:
+    """Each run's files, in key order, with their deletion ``vectors``: what the merge
+    reads."""
+    vectors = vectors or {}
     return [
-        [RunFile(data_file_path(bucket_dir, f), f.schema_id) for f in run.files] for run in runs
+        [
+            RunFile(data_file_path(bucket_dir, f), f.schema_id, vectors.get(f.file_name))
+            for f in run.files
+        ]
+        for run in runs
     ]

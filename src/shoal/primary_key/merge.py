@@ -42,13 +42,28 @@ def _run_batches(
         try:
             with file_io.open_input_file(file.path) as source:
                 parquet = pq.ParquetFile(source)
+                offset = 0
                 for batch in parquet.iter_batches(batch_size=batch_rows, columns=read.columns):
+                    n = batch.num_rows
+                    if file.deleted is not None:
+                        batch = _unmarked(batch, file.deleted, offset)
+                    offset += n
                     if batch.num_rows:
                         yield read.adapt(pa.Table.from_batches([batch]))
         except FileNotFoundError as exc:
             raise CorruptDataFileError(str(exc)) from None
         except (pa.ArrowInvalid, OSError) as exc:
             raise CorruptDataFileError(f"{file.path}: {exc}") from None
+
+
+def _unmarked(batch: pa.RecordBatch, deleted: np.ndarray, offset: int) -> pa.RecordBatch:
+    """The rows of ``batch`` (at file row ``offset``) that ``deleted`` does not mark."""
+    low, high = np.searchsorted(deleted, [offset, offset + batch.num_rows])
+    if low == high:
+        return batch
+    keep = np.ones(batch.num_rows, dtype=bool)
+    keep[deleted[low:high] - offset] = False
+    return batch.filter(pa.array(keep))
 
 
 class _FileReader:
@@ -255,12 +270,24 @@ class BucketMerger:
             reader = self._readers[schema_id] = _FileReader(self.read_schema, self.layout, written)
         return reader
 
-    def merge(self, runs: Sequence[Sequence[RunFile]]) -> Iterator[pa.Table]:
-        """Rows of the runs (each a key-ordered list of files), one per key."""
+    def rows_at(self, file: RunFile, positions: np.ndarray) -> pa.Table:
+        """The file's rows at ``positions`` (sorted), in the merge's read schema."""
+        whole = RunFile(file.path, file.schema_id)
+        batches = list(_run_batches(self.file_io, [whole], self._reader, self.batch_rows))
+        if not batches:
+            return self.read_schema.empty_table()
+        return pa.concat_tables(batches).take(pa.array(positions))
+
+    def merge(
+        self, runs: Sequence[Sequence[RunFile]], extra: Sequence[pa.Table] = ()
+    ) -> Iterator[pa.Table]:
+        """Rows of the runs (each a key-ordered list of files) and of the ``extra``
+        runs (key-ordered tables in the read schema), one per key."""
         keys = self.layout.key_columns
-        streams = [
+        streams: list[Iterator[pa.Table]] = [
             _run_batches(self.file_io, files, self._reader, self.batch_rows) for files in runs
         ]
+        streams += [iter([table]) for table in extra if table.num_rows]
         # Runs are read ahead together: Parquet decoding releases the GIL.
         buffers: list[pa.Table | None] = parallel_map(lambda s: next(s, None), streams)
         while True:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shoal import options as O
+from shoal.core import deletion_vectors as DVS
 from shoal.core.manifest_merge import merge_manifests
 from shoal.core.partition_time import refuse_expired_writes
 from shoal.core.plan import live_entries, read_manifest_metas
@@ -74,6 +75,12 @@ class CommitRequest:
     its keys from; if the latest snapshot's differ, a concurrent writer changed that
     index and the commit raises SequenceConflictError (the write assigns again). An
     overwrite or partition drop removes the index files of the partitions it replaces.
+    The messages' own index files (a compaction's deletion vectors) join the changes.
+
+    ``vector_base``: per bucket a compaction rewrote on a table with deletion vectors,
+    the deletion-vector index files it read; if the latest snapshot's differ, or a
+    data file its new vectors mark is no longer live, a concurrent commit changed what
+    the vectors were made from and the commit raises CommitConflictError.
     """
 
     messages: Sequence[CommitMessage]
@@ -86,6 +93,7 @@ class CommitRequest:
     watermark: int | None = None
     index_changes: Sequence[IndexManifestEntry] = ()
     index_base: Mapping[bytes, frozenset[str]] | None = None
+    vector_base: Mapping[tuple[bytes, int], frozenset[str]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +133,7 @@ class FileStoreCommit:
         if (
             not changes
             and not request.index_changes
+            and not any(m.new_index_files or m.deleted_index_files for m in messages)
             and overwrite is None
             and not request.allow_empty
         ):
@@ -145,6 +154,8 @@ class FileStoreCommit:
                     self._check_no_compaction_since(request.alone_since, latest)
                 if request.index_base is not None:
                     self._check_hash_index(latest, request.index_base)
+                if request.vector_base is not None:
+                    self._check_vectors(latest, request.vector_base, messages)
                 result = self._try_once(
                     latest,
                     entries,
@@ -242,6 +253,43 @@ class FileStoreCommit:
                     "a concurrent write; the buckets must be assigned again"
                 )
 
+    def _check_vectors(
+        self,
+        latest: Snapshot | None,
+        base: Mapping[tuple[bytes, int], frozenset[str]],
+        messages: Sequence[CommitMessage],
+    ) -> None:
+        """The deletion vectors of each bucket a compaction rewrote are still those it
+        read, and every data file its new vectors mark is live after this commit."""
+        now = DVS.bucket_index_files(self.store, latest)
+        for key, names in base.items():
+            if {f.file_name for f in now.get(key, ())} != names:
+                raise CommitConflictError(
+                    f"the deletion vectors of bucket {key[1]} were changed by a concurrent "
+                    "commit; re-plan the compaction against the latest snapshot"
+                )
+        marked = {
+            (m.partition, m.bucket, r.data_file_name)
+            for m in messages
+            for f in m.new_index_files
+            for r in f.dv_ranges or ()
+        }
+        if not marked or latest is None:
+            return
+        live = {
+            (e.partition, e.bucket, e.file.file_name)
+            for e in live_entries(self.store, latest, partitions={p for p, _, _ in marked})
+        }
+        live -= {(m.partition, m.bucket, f.file_name) for m in messages for f in m.deleted_files}
+        live |= {(m.partition, m.bucket, f.file_name) for m in messages for f in m.new_files}
+        gone = marked - live
+        if gone:
+            raise CommitConflictError(
+                f"file {next(iter(gone))[2]}, whose rows this compaction marked deleted, was "
+                "removed by a concurrent commit; re-plan the compaction against the latest "
+                "snapshot"
+            )
+
     def _index_manifest(
         self, latest: Snapshot | None, request: CommitRequest, written: list[str]
     ) -> str | None:
@@ -252,7 +300,7 @@ class FileStoreCommit:
         previous: list[IndexManifestEntry] = []
         if previous_name is not None:
             previous = self.store.manifests.read_index_manifest(previous_name)
-        changes = list(request.index_changes)
+        changes = list(request.index_changes) + _index_entries_of(request.messages)
         if request.overwrite is not None:
             scope = request.overwrite
             changes = [e.with_kind(M.KIND_DELETE) for e in previous if scope(e.partition)] + [
@@ -359,3 +407,15 @@ def _entries_of(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
             for f in m.new_files
         )
     return entries
+
+
+def _index_entries_of(messages: Sequence[CommitMessage]) -> list[IndexManifestEntry]:
+    """The index files the messages replace (DELETE) and add (ADD)."""
+    out = []
+    for m in messages:
+        out += [
+            IndexManifestEntry(M.KIND_DELETE, m.partition, m.bucket, f)
+            for f in m.deleted_index_files
+        ]
+        out += [IndexManifestEntry(M.KIND_ADD, m.partition, m.bucket, f) for f in m.new_index_files]
+    return out

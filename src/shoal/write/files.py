@@ -26,6 +26,7 @@ from shoal.core.store import FileStore
 from shoal.format import binary_row, parquet
 from shoal.format import types as T
 from shoal.format.data_file import FILE_SOURCE_APPEND, DataFileMeta
+from shoal.format.index_manifest import IndexFileMeta
 from shoal.format.stats import EMPTY_STATS, SimpleStats
 from shoal.io import parallel_map
 from shoal.write.bucket import assign_buckets
@@ -37,13 +38,16 @@ _PARALLEL_WRITE_BYTES = 8 << 20
 
 @dataclass(frozen=True, slots=True)
 class CommitMessage:
-    """The files one writer added (and, for compaction, removed) in one bucket."""
+    """The files one writer added (and, for compaction, removed) in one bucket, and the
+    bucket's index files it replaced (a compaction's deletion vectors)."""
 
     partition: bytes
     bucket: int
     total_buckets: int
     new_files: tuple[DataFileMeta, ...] = ()
     deleted_files: tuple[DataFileMeta, ...] = field(default=())
+    new_index_files: tuple[IndexFileMeta, ...] = ()
+    deleted_index_files: tuple[IndexFileMeta, ...] = ()
 
 
 def now_millis() -> datetime:
