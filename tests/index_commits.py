@@ -1,8 +1,8 @@
 """Snapshots that change only a table's index files, built with shoal's encoders.
 
-shoal does not write deletion vectors (Java does, see ``tests/interop``); these
-helpers give the cleanup tests tables whose index files come and go: a snapshot that
-marks rows of a data file deleted (the bucket's deletion-vector index file replaced
+shoal writes deletion vectors on primary-key tables only (through compaction); these
+helpers give the cleanup tests append tables whose index files come and go too: a
+snapshot that marks rows of a data file deleted (the bucket's deletion-vector index file replaced
 by one holding its old vectors and the new rows) and a snapshot that replaces a
 bucket's hash index file. Each is published as a commit would publish it: the
 previous snapshot's manifests carried in a new base list, an empty delta, a new

@@ -37,6 +37,7 @@ from shoal.cleanup.partition_expire import expire_partitions
 from shoal.compaction import compact as compaction
 from shoal.compaction.compact import CompactResult, RewriteAll
 from shoal.compaction.strategies import universal_strategy_for
+from shoal.core import deletion_vectors as DVS
 from shoal.core import kv
 from shoal.core.schema_update import columns_build, commit_schema
 from shoal.core.store import FileStore
@@ -223,10 +224,13 @@ class Transaction:
 
     def after_commit(self, buckets: Collection[BucketKey], *, compact: bool) -> None:
         """What follows every commit of a write (the one post-commit policy): the
-        compaction of ``buckets`` of a primary-key table when ``compact`` (unless
-        ``write-only``), then the table's maintenance. The snapshot is published, so a
-        failure here is logged, never raised: the next write tries again."""
+        compaction of ``buckets`` of a primary-key table when ``compact``, or always
+        with deletion vectors, whose reads see no row in level 0 until it is lifted
+        (unless ``write-only``); then the table's maintenance. The snapshot is
+        published, so a failure here is logged, never raised: the next write tries
+        again."""
         store = self.store
+        compact = compact or DVS.enabled(store.schema.options)
         if compact and buckets and store.is_primary_key and not store.options.get(O.WRITE_ONLY):
             try:
                 compaction.compact(

@@ -106,6 +106,34 @@ def primary_key_table(root: Path) -> Path:
     return Path(t.path)
 
 
+def deletion_vector_table(root: Path) -> Path:
+    """The history of :func:`primary_key_table` on a table with deletion vectors:
+    every write is followed by the compaction that lifts its level-0 files and marks
+    the rows they replace; tags "before-compaction" (expired by :func:`expire`) and
+    "recent"."""
+    t = shoal.Catalog(str(root)).create_table(
+        "db.dv",
+        EVENTS_SCHEMA,
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
+        options={**MERGE_MANIFESTS, "bucket": "2", "deletion-vectors.enabled": "true"},
+    )
+    t.upsert(rows([1, 2, 3, 4], DAY1, version=1))
+    t.upsert(pa.concat_tables([rows([2, 5], DAY1, version=2), rows([6], DAY2)]))
+    t.create_tag("before-compaction")
+    t.upsert(rows([1], DAY1, version=3))
+    t.delete(rows([3], DAY1))
+    t.drop_partitions([{"dt": DAY2}])
+    t.upsert(rows([7], DAY2, version=4))
+    t.compact(strategy="full")
+    t.upsert(rows([4, 8], DAY1, version=6))
+    t.create_tag("recent")
+    t.upsert(rows([2], DAY1, version=5))
+    vectors = t.system_table("table_indexes")
+    assert vectors.num_rows and set(vectors["index_type"].to_pylist()) == {"DELETION_VECTORS"}
+    return Path(t.path)
+
+
 def index_table(root: Path) -> Path:
     """An append table whose index files come and go (``tests/index_commits``): rows
     marked deleted by deletion vectors and hash index files replaced, ten snapshots,
