@@ -185,7 +185,8 @@ def look_up(
         files = [f for f in upper if f.level == level and _overlaps(reader.store, f, low, high)]
         hit_rows: list[np.ndarray] = []
         for f, table in zip(files, parallel_map(reader.read, files), strict=True):
-            joined = remaining.join(table, keys=key_columns, join_type="inner", use_threads=False)
+            # the keys looked up are few: the hash table is built on them (the right side)
+            joined = table.join(remaining, keys=key_columns, join_type="inner", use_threads=False)
             if joined.num_rows:
                 found.setdefault(f.file_name, []).append(joined.column(_POSITION).to_numpy())
                 hit_rows.append(joined.column(_ROW).to_numpy())
