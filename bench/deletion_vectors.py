@@ -233,11 +233,65 @@ def render(done: dict[str, Any]) -> list[str]:
     return lines
 
 
+def profile(config: DvConfig, top: int = 25) -> str:
+    """cProfile of ``config.repeats`` deletion-vector reads, after the wall times of the
+    raw read and of the parts of shoal's read (open and plan, then read). cProfile
+    sees only this thread: Arrow's decoding threads and the I/O pool's masking show
+    as time waiting on them."""
+    import cProfile
+    import io
+    import pstats
+
+    import shoal
+
+    dv_path, _, files, _ = build(config)
+
+    def raw() -> int:
+        return ds.dataset(files, format="parquet").to_table(columns=COLUMNS).num_rows
+
+    def dv() -> int:
+        return shoal.open_table(dv_path).to_arrow(columns=COLUMNS).num_rows
+
+    walls: dict[str, list[float]] = {"raw": [], "open+plan": [], "read": [], "dv": []}
+    for fn in (raw, dv):
+        fn()
+    for _ in range(config.repeats):
+        walls["raw"].append(_timed(raw)[0])
+        start = time.perf_counter()
+        scan = shoal.open_table(dv_path).scan(columns=COLUMNS)
+        scan.plan()
+        planned = time.perf_counter()
+        scan.to_arrow()
+        walls["open+plan"].append((planned - start) * 1000)
+        walls["read"].append((time.perf_counter() - planned) * 1000)
+        walls["dv"].append(_timed(dv)[0])
+    out = io.StringIO()
+    out.write(
+        f"deletion-vector read of {config.rows:,} rows in {config.buckets} buckets, "
+        f"{config.repeats} runs; median wall ms: "
+        + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in walls.items())
+        + "\n"
+    )
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(config.repeats):
+        dv()
+    profiler.disable()
+    for key in ("tottime", "cumulative"):
+        out.write(f"\n=== top {top} by {key} ===\n")
+        pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(top)
+    return out.getvalue()
+
+
 if __name__ == "__main__":
     import sys
     import tempfile
 
+    # python -m bench.deletion_vectors [--quick] [--profile]
     with tempfile.TemporaryDirectory() as tmp:
         quick = "--quick" in sys.argv
-        result = run(DvConfig.sized(quick, 20261101, Path(tmp)))
-        print("\n".join(render(result)))
+        config = DvConfig.sized(quick, 20261101, Path(tmp))
+        if "--profile" in sys.argv:
+            print(profile(config))
+        else:
+            print("\n".join(render(run(config))))

@@ -80,7 +80,10 @@ def decode32(data: bytes | memoryview, pos: int = 0) -> tuple[U32Array, int]:
         else:
             _need(data, pos + _BITSET_BYTES)
             bits = np.frombuffer(data, dtype=np.uint8, count=_BITSET_BYTES, offset=pos)
-            low = np.flatnonzero(np.unpackbits(bits, bitorder="little")).astype(np.uint32)
+            # a bool view: numpy finds the set positions of bools several times faster
+            low = np.flatnonzero(np.unpackbits(bits, bitorder="little").view(bool)).astype(
+                np.uint32
+            )
             pos += _BITSET_BYTES
             if len(low) != card:
                 raise RoaringFormatError(f"bitset holds {len(low)} values, header says {card}")

@@ -12,6 +12,7 @@ are pushed into their scan, and the whole filter applies after the mapping.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -29,12 +30,12 @@ from shoal.errors import CorruptDataFileError, UnsupportedFeatureError
 from shoal.format import parquet
 from shoal.format.evolution import FieldMapping, same_fields
 from shoal.format.schema import TableSchema
-from shoal.io import FileIO, in_background, parallel_map
+from shoal.io import FileIO, in_background
+from shoal.io.executor import io_pool
 from shoal.primary_key.levels import run_files, sorted_runs
 from shoal.primary_key.merge import BucketMerger
 
 _FORMAT = ds.ParquetFileFormat()
-_PARALLEL_FILTER_ROWS = 65_536  # fewer rows are filtered on this thread
 
 
 def _dataset(file_io: FileIO, paths: list[str], schema: pa.Schema) -> ds.Dataset:
@@ -179,17 +180,21 @@ def _read_masked(
 ) -> pa.Table:
     """The rows of files with deleted rows as one table: the files read as one dataset
     in file order (Arrow's parallel scan; positions count every row, so nothing is
-    filtered in it) while one mask is built from their deletion vectors, then the
-    mask applied to every column at once, on the I/O pool, then the filter."""
+    filtered in it) while their deletion vectors load; each batch, as the scan hands
+    it over, is masked and filtered on the I/O pool while the scan decodes the next
+    ones, so masking overlaps the read instead of following it."""
     plan = _MaskedRead.of(group, projected, dnf, key_value)
-    total = sum(n for _, n in group.deletions or ())
-    with in_background(lambda: _keep_mask(group, total, loader)) as mask, _data_errors():
-        rows = _dataset(file_io, group.paths, plan.dataset_schema).to_table(columns=plan.columns)
-    if rows.num_rows != total:
-        raise CorruptDataFileError(
-            f"the data files {group.paths} hold {rows.num_rows} rows, their manifests say {total}"
-        )
-    return plan.finish(rows, mask.result(), 0)
+    pool = io_pool()
+    parts: list[Future[pa.Table]] = []
+    try:
+        for batch, keep, start in _masked_scan(file_io, group, plan, loader):
+            parts.append(pool.submit(plan.finish, batch, keep, start))
+        tables = [part.result() for part in parts]
+    finally:
+        wait(parts)  # no masking outlives a failed read
+    if not tables:
+        return projected.empty_table()
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
 def _masked_tables(
@@ -202,12 +207,26 @@ def _masked_tables(
     loader: VectorLoader,
     batch_size: int = 131_072,
 ) -> Iterator[pa.Table]:
-    """The rows of files with deleted rows, read as one dataset in file order
-    (positions count every row, so nothing is filtered in the scan): each batch is
-    masked by its slice of one mask built from the files' deletion vectors (while the
-    scan reads), and by its row kinds for key-value files, then filtered, as the next
-    batches are read."""
+    """The rows of files with deleted rows, read as one dataset in file order: each
+    batch masked and filtered as the next batches are read."""
     plan = _MaskedRead.of(group, projected, dnf, key_value)
+    for batch, keep, start in _masked_scan(file_io, group, plan, loader, batch_size):
+        rows = plan.finish(batch, keep, start)
+        if rows.num_rows:
+            yield rows
+
+
+def _masked_scan(
+    file_io: FileIO,
+    group: _Group,
+    plan: _MaskedRead,
+    loader: VectorLoader,
+    batch_size: int = 131_072,
+) -> Iterator[tuple[pa.RecordBatch, np.ndarray, int]]:
+    """The batches of the group's files in file order, each with the group's keep mask
+    and the position of its first row (positions count every row, so nothing is
+    filtered in the scan). The mask is built from the deletion vectors on a thread of
+    its own while the scan reads; the files must hold the rows their manifests count."""
     total = sum(n for _, n in group.deletions or ())
     start = 0
     with in_background(lambda: _keep_mask(group, total, loader)) as mask, _data_errors():
@@ -217,14 +236,14 @@ def _masked_tables(
         for batch in scanner.to_batches():
             if start + batch.num_rows > total:
                 break
-            rows = plan.finish(pa.Table.from_batches([batch]), mask.result(), start)
+            yield batch, mask.result(), start
             start += batch.num_rows
-            if rows.num_rows:
-                yield rows
-    if start != total:
-        raise CorruptDataFileError(
-            f"the data files {group.paths} hold other than the {total} rows their manifests name"
-        )
+        else:
+            if start == total:
+                return
+    raise CorruptDataFileError(
+        f"the data files {group.paths} hold other than the {total} rows their manifests name"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,15 +288,16 @@ class _MaskedRead:
             key_value,
         )
 
-    def finish(self, rows: pa.Table, keep: np.ndarray, start: int) -> pa.Table:
-        """``rows`` (the rows from ``start`` on of the group's files, in order) with
+    def finish(self, batch: pa.RecordBatch, keep: np.ndarray, start: int) -> pa.Table:
+        """``batch`` (the rows from ``start`` on of the group's files, in order) with
         the deleted ones and the filtered ones left out, as rows of the target."""
-        keep = keep[start : start + rows.num_rows]
+        keep = keep[start : start + batch.num_rows]
         if self.key_value:
-            kinds = np.asarray(rows.column(VALUE_KIND))
+            kinds = np.asarray(batch.column(VALUE_KIND))
             keep = keep & ((kinds == INSERT) | (kinds == UPDATE_AFTER))
         if not keep.all():
-            rows = _filter_columns(rows, keep)
+            batch = _filter_batch(batch, keep)
+        rows = pa.Table.from_batches([batch])
         if self.row_filter is not None:
             rows = rows.filter(self.row_filter)
         rows = rows.select(self.sources)
@@ -286,28 +306,25 @@ class _MaskedRead:
         return _mapped(rows, self.group, self.needed, self.projected, self.dnf)
 
 
-def _filter_columns(rows: pa.Table, keep: np.ndarray) -> pa.Table:
-    """``rows.filter(keep)``, each chunk of each column filtered on the I/O pool (Arrow
-    releases the GIL, and the chunks of a string column are the heaviest work)."""
-    if rows.num_rows < _PARALLEL_FILTER_ROWS:
-        return rows.filter(keep)
-    tasks = []
-    for index, column in enumerate(rows.columns):
-        start = 0
-        for chunk in column.chunks:
-            tasks.append((index, chunk, start))
-            start += len(chunk)
+def _filter_batch(batch: pa.RecordBatch, keep: np.ndarray) -> pa.RecordBatch:
+    """``batch.filter(keep)``, the mask converted once for all columns. A fixed-width
+    column without nulls is filtered without its validity bitmap (all set), which
+    halves the work of filtering it."""
+    mask = pa.array(keep, pa.bool_())
+    columns = [pc.filter(_without_validity(column), mask) for column in batch.columns]
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
-    def one(task: tuple[int, pa.Array, int]) -> pa.Array:
-        _, chunk, start = task
-        return pc.filter(chunk, keep[start : start + len(chunk)])
 
-    filtered = parallel_map(one, tasks)
-    chunks: list[list[pa.Array]] = [[] for _ in rows.columns]
-    for (index, _, _), chunk in zip(tasks, filtered, strict=True):
-        chunks[index].append(chunk)
-    columns = [pa.chunked_array(c, type=f.type) for c, f in zip(chunks, rows.schema, strict=True)]
-    return pa.Table.from_arrays(columns, schema=rows.schema)
+def _without_validity(array: pa.Array) -> pa.Array:
+    """``array`` without a validity bitmap when it has one but no nulls and is of a
+    fixed-width type of two buffers (validity, values); else ``array`` itself."""
+    kind = array.type
+    if array.null_count or not (pa.types.is_primitive(kind) and not pa.types.is_boolean(kind)):
+        return array
+    buffers = array.buffers()
+    if len(buffers) != 2 or buffers[0] is None:
+        return array
+    return pa.Array.from_buffers(kind, len(array), [None, buffers[1]], offset=array.offset)
 
 
 def _keep_mask(group: _Group, row_count: int, loader: VectorLoader) -> np.ndarray:
