@@ -16,7 +16,7 @@ import shoal
 from shoal import option_keys as K
 from shoal import options as O
 from shoal.spark.source_options import KNOWN_KEYS, SourceOptions
-from tests.conftest import EVENTS_SCHEMA, events
+from tests.conftest import EVENTS_SCHEMA, events, sorted_rows
 
 DECLARED = [o.key for o in O.declared()]
 # A valid value for each declared key, on an append table with no buckets.
@@ -93,7 +93,7 @@ def test_a_hudi_key_names_its_shoal_equivalent(catalog: shoal.Catalog) -> None:
 @pytest.mark.parametrize(
     "options",
     [
-        {"deletion-vectors.enabled": "true"},
+        {"deletion-vectors.merge-on-read": "true"},
         {"sink.parallelism": "4"},
         {"changelog-producer": "input"},
         {"fields.value.aggregate-function": "sum"},
@@ -251,18 +251,19 @@ def test_a_table_using_a_feature_shoal_does_not_read_is_refused(
     assert info.value.feature == feature
 
 
-def test_a_table_with_deletion_vectors_reads_but_refuses_writes(catalog: shoal.Catalog) -> None:
+def test_a_table_whose_deletion_vectors_were_switched_on_is_written_with_them(
+    catalog: shoal.Catalog,
+) -> None:
+    """Level-0 files written before the switch are lifted with the next write's."""
     table = catalog.create_table(
         "db.t", EVENTS_SCHEMA, primary_keys=["dt", "id"], options={"bucket": "2"}
     )
     table.upsert(events(range(3)))
     opened = shoal.open_table(_with_options(table, {"deletion-vectors.enabled": "true"}))
-    before = sorted(p.name for p in Path(table.path).rglob("*") if p.is_file())
-    for write in (opened.upsert, opened.append):
-        with pytest.raises(shoal.UnsupportedFeatureError, match="deletion vectors") as info:
-            write(events(range(5)))
-        assert info.value.feature == "deletion-vectors.enabled"
-    assert sorted(p.name for p in Path(table.path).rglob("*") if p.is_file()) == before
+    assert opened.to_arrow().num_rows == 0  # level 0 is not read with deletion vectors
+    opened.upsert(events(range(2, 5)))
+    assert sorted_rows(opened.to_arrow(), "id") == sorted_rows(events(range(5)), "id")
+    assert {s.commit_kind for s in opened.snapshots()} == {"APPEND", "COMPACT"}
 
 
 def test_a_table_with_a_changelog_producer_reads_but_refuses_writes(

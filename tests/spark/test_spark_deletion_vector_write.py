@@ -28,8 +28,13 @@ def _spark_rows(spark: SparkSession, path: str) -> list[dict[str, object]]:
     return sorted_rows(read.select(EVENTS_SCHEMA.names), "dt", "id")
 
 
+@pytest.mark.parametrize(
+    "buckets",
+    [{"bucket": "2"}, {"dynamic-bucket.target-row-num": "6"}],
+    ids=["fixed", "dynamic"],
+)
 def test_spark_writes_and_compacts_tables_with_deletion_vectors(
-    spark: SparkSession, catalog: shoal.Catalog
+    spark: SparkSession, catalog: shoal.Catalog, buckets: dict[str, str]
 ) -> None:
     def create(name: str, options: dict[str, str]) -> shoal.Table:
         return catalog.create_table(
@@ -37,7 +42,7 @@ def test_spark_writes_and_compacts_tables_with_deletion_vectors(
             EVENTS_SCHEMA,
             partition_keys=["dt"],
             primary_keys=["dt", "id"],
-            options={"bucket": "2", **options},
+            options={**buckets, **options},
         )
 
     dv = create("dv", {"deletion-vectors.enabled": "true"})
@@ -79,5 +84,5 @@ def test_spark_writes_and_compacts_tables_with_deletion_vectors(
 
     later = datetime.now() + timedelta(seconds=1)
     jobs.expire_snapshots(spark, dv.path, retain_max=1, older_than=later)
-    jobs.remove_orphan_files(spark, dv.path, older_than=later)
+    jobs.remove_orphan_files(spark, dv.path, older_than=datetime.now())
     assert _spark_rows(spark, dv.path) == expected
