@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import shoal
 from shoal import option_keys as K
 from shoal import options as O
-from shoal.spark.source_options import KNOWN_KEYS, SourceOptions
+from shoal.spark.source_options import KNOWN_KEYS, SPARK_CATALOG_PROPERTIES, SourceOptions
 from tests.conftest import EVENTS_SCHEMA, events, sorted_rows
 
 DECLARED = [o.key for o in O.declared()]
@@ -202,13 +202,14 @@ def test_no_option_change_is_accepted_silently(tmp_path: Path, options: dict[str
 @settings(max_examples=150, deadline=None)
 @given(options=option_dicts())
 def test_no_data_source_option_is_accepted_silently(options: dict[str, str]) -> None:
-    """The Spark source's options: each key one the source reads, or refused."""
+    """The Spark source's options: each key one the source reads (or a property of a
+    Spark catalog entry, which describes no read or write), or refused."""
     raw = {"path": "/tmp/t", **options}
     try:
         SourceOptions.parse(raw)
     except shoal.ShoalError:
         return
-    assert all(k.lower() in KNOWN_KEYS for k in raw), raw
+    assert all(k.lower() in KNOWN_KEYS | SPARK_CATALOG_PROPERTIES for k in raw), raw
 
 
 # --- opening a table that uses a feature shoal does not implement ---------------------------
