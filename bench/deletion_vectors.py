@@ -1,30 +1,34 @@
-"""The deletion-vector read workload: a compacted primary-key table whose top-level
-files carry deletion vectors, read three ways in one run.
+"""The deletion-vector workload: a compacted primary-key table whose top-level files
+carry deletion vectors, read three ways, and the writes that made it, in one run.
 
-The table: ``rows`` keys upserted into ``buckets`` buckets and fully compacted, so
-every bucket holds top-level files; then a tenth of the keys, spread over every file,
-are marked deleted by deletion vectors (one index file per bucket, as Paimon writes
-them) and the table's ``deletion-vectors.enabled`` is switched on. Its real-time read
-is then Paimon's batch scan of such a table: every file read unmerged, its deleted
-rows masked.
+The tables: ``rows`` keys upserted into ``buckets`` buckets. The one with
+``deletion-vectors.enabled`` lifts every write out of level 0 at once; the one
+without is fully compacted. Then a tenth of the keys, spread over every file, are
+deleted: the deletion-vector table's write looks the keys up in its files and marks
+their rows in deletion vectors (one index file per bucket); the other table's delete
+waits as a level-0 file. The real-time read of the first is then Paimon's batch scan:
+every file read unmerged, its deleted rows masked; the second merges by key.
 
-Contenders, each timed in this process, interleaved ``repeats`` times; a ratio is the
-median of the ratios of the runs side by side, which a busy machine disturbs less
+Read contenders, each timed in this process, interleaved ``repeats`` times; a ratio is
+the median of the ratios of the runs side by side, which a busy machine disturbs less
 than a ratio of medians:
 
 - ``raw``: pyarrow reading the same data files (the value columns), the floor;
 - ``dv``: shoal's real-time read of the table;
 - ``merge``: shoal's merge-on-read of the same rows without vectors: the same
   compacted files with the deletes as a level-0 file, merged by key.
+
+Writes, timed once each: the delete of a tenth of the keys above, then ``upserts``
+upserts of a hundredth of the keys each, interleaved between the two tables (the
+table without vectors compacting by Paimon's universal rules after each).
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from bench.report import Ratio
+from shoal.core import deletion_vectors as DVS
+from shoal.core.paths import data_file_path
+from shoal.core.plan import live_entries
 
 COLUMNS = ["id", "name", "value"]
 TABLE_DV, TABLE_MERGE = "bench.dv", "bench.merge"
@@ -45,11 +52,12 @@ class DvConfig:
     repeats: int
     workdir: Path
     seed: int = 20261101
+    upserts: int = 5
 
     @staticmethod
     def sized(quick: bool, seed: int, workdir: Path) -> DvConfig:
         return DvConfig(
-            rows=200_000 if quick else 400_000,
+            rows=400_000 if quick else 2_000_000,
             buckets=4,
             repeats=9 if quick else 21,
             workdir=workdir,
@@ -67,83 +75,55 @@ def _rows(ids: np.ndarray, rng: np.random.Generator) -> pa.Table:
     )
 
 
-def build(config: DvConfig) -> tuple[str, str, list[str], int]:
-    """The deletion-vector table and the merge-on-read table; the data files of the
-    first (what the raw read reads) and the rows both read."""
+def _create(catalog: Any, name: str, schema: pa.Schema, config: DvConfig, **options: str) -> Any:
+    return catalog.create_table(
+        name, schema, primary_keys=["id"], options={"bucket": str(config.buckets), **options}
+    )
+
+
+def build(config: DvConfig) -> tuple[Any, Any, list[str], int, dict[str, float]]:
+    """The deletion-vector table and the merge-on-read table, the data files of the
+    first (what the raw read reads), the rows both read, and the times of the deletes
+    (ms)."""
     import shoal
 
     rng = np.random.default_rng(config.seed)
     catalog = shoal.Catalog(str(config.workdir / "dv-warehouse"))
     ids = np.arange(config.rows, dtype=np.int64)
     base = _rows(ids, rng)
-    deleted = np.sort(rng.choice(ids, config.rows // 10, replace=False))
-    tables = []
-    for name in (TABLE_DV, TABLE_MERGE):
-        table = catalog.create_table(
-            name,
-            base.schema,
-            primary_keys=["id"],
-            options={"bucket": str(config.buckets), "write-only": "true"},
-        )
-        table.upsert(base)
-        table.compact(strategy="full")
-        tables.append(table)
-    dv, merge = tables
-    merge.delete(pa.table({"id": pa.array(deleted, pa.int64())}))
-    files = _mark_deleted(dv, set(deleted.tolist()))
+    dv = _create(catalog, TABLE_DV, base.schema, config, **{"deletion-vectors.enabled": "true"})
+    merge = _create(catalog, TABLE_MERGE, base.schema, config, **{"write-only": "true"})
+    dv.upsert(base)
+    merge.upsert(base)
+    merge.compact(strategy="full")
+    deleted = pa.table({"id": np.sort(rng.choice(ids, config.rows // 10, replace=False))})
+    writes = {
+        "dv": _timed(lambda: dv.delete(deleted) and 0)[0],
+        "merge": _timed(lambda: merge.delete(deleted) and 0)[0],
+    }
     store = dv._store
-    schema = store.schema
-    options = {**schema.options, "deletion-vectors.enabled": "true"}
-    assert store.schemas.try_create(replace(schema, id=schema.id + 1, options=options))
-    return dv.path, merge.path, files, config.rows - len(deleted)
+    files = [
+        data_file_path(store.paths.bucket_dir(store.partitions.path(e.partition), e.bucket), e.file)
+        for e in live_entries(store, store.snapshots.latest())
+    ]
+    assert DVS.deletion_files(store, store.snapshots.latest())
+    return dv, merge, sorted(files), config.rows - deleted.num_rows, writes
 
 
-def _mark_deleted(table: Any, keys: set[int]) -> list[str]:
-    """Publish a snapshot whose deletion vectors delete ``keys`` from the live files;
-    returns the files' paths."""
-    import pyarrow.parquet as pq
-
-    from shoal.core.paths import data_file_path
-    from shoal.core.plan import live_entries
-    from shoal.format import deletion_vector as DV
-    from shoal.format.index_manifest import (
-        DELETION_VECTORS_INDEX,
-        DeletionVectorMeta,
-        IndexFileMeta,
-        IndexManifestEntry,
-    )
-    from shoal.format.manifest import KIND_ADD
-    from shoal.format.snapshot import CommitKind
-    from shoal.write.commit import CommitRequest, FileStoreCommit
-
-    store = table._store
-    latest = store.snapshots.latest()
-    wanted = pa.array(sorted(keys), pa.int64())
-    by_bucket: dict[tuple[bytes, int], dict[str, np.ndarray]] = {}
-    paths = []
-    for entry in live_entries(store, latest):
-        bucket_dir = store.paths.bucket_dir(store.partitions.path(entry.partition), entry.bucket)
-        path = data_file_path(bucket_dir, entry.file)
-        paths.append(path)
-        key = pq.read_table(path, columns=["_KEY_id"]).column(0)
-        positions = np.flatnonzero(np.asarray(pa.compute.is_in(key, wanted)))
-        by_bucket.setdefault((entry.partition, entry.bucket), {})[entry.file.file_name] = positions
-    entries = []
-    for (partition, bucket), vectors in by_bucket.items():
-        data, ranges = DV.encode_file(vectors)
-        name = f"index-{uuid.uuid4()}-0"
-        store.file_io.write_bytes(store.paths.index_path(name), data)
-        meta = IndexFileMeta(
-            DELETION_VECTORS_INDEX,
-            name,
-            len(data),
-            len(ranges),
-            tuple(DeletionVectorMeta(*r) for r in ranges),
-        )
-        entries.append(IndexManifestEntry(KIND_ADD, partition, bucket, meta))
-    request = CommitRequest([], kind=CommitKind.COMPACT, allow_empty=True, index_changes=entries)
-    FileStoreCommit(store).commit(request)
-    return sorted(paths)
+def time_upserts(dv: Any, merge: Any, config: DvConfig) -> dict[str, list[float]]:
+    """``config.upserts`` upserts of a hundredth of the keys into each table, taking
+    turns; the table without vectors compacts after its writes as Paimon's writers do."""
+    with merge.update_schema() as update:
+        update.remove_option("write-only")
+    rng = np.random.default_rng(config.seed + 1)
+    times: dict[str, list[float]] = {"dv": [], "merge": []}
+    for _ in range(config.upserts):
+        ids = rng.choice(config.rows, config.rows // 100, replace=False)
+        data = _rows(ids, rng)
+        for name, table in (("dv", dv), ("merge", merge)):
+            times[name].append(_timed(lambda t=table, d=data: t.upsert(d) and 0)[0])
+    assert dv.to_arrow().num_rows == merge.to_arrow().num_rows
+    return times
 
 
 def _timed(fn: Callable[[], int]) -> tuple[float, int]:
@@ -156,7 +136,8 @@ def run(config: DvConfig) -> dict[str, Any]:
     """Build the tables, then time the three reads; medians in milliseconds."""
     import shoal
 
-    dv_path, merge_path, files, expected = build(config)
+    dv_table, merge_table, files, expected, deletes = build(config)
+    dv_path, merge_path = dv_table.path, merge_table.path
 
     def raw() -> int:
         return ds.dataset(files, format="parquet").to_table(columns=COLUMNS).num_rows
@@ -181,7 +162,14 @@ def run(config: DvConfig) -> dict[str, Any]:
     def paired(a: str, b: str) -> float:
         return statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
 
+    upserts = time_upserts(dv_table, merge_table, config)
     return {
+        "delete_ms": deletes,
+        "upsert_ms": {n: statistics.median(t) for n, t in upserts.items()},
+        "upsert_dv_over_merge": statistics.median(
+            x / y for x, y in zip(upserts["dv"], upserts["merge"], strict=True)
+        ),
+        "upserts": config.upserts,
         "rows": config.rows,
         "rows_read": expected,
         "buckets": config.buckets,
@@ -200,6 +188,12 @@ def ratios(done: dict[str, Any]) -> list[Ratio]:
         Ratio(
             "deletion-vector read / merge-on-read of the same rows",
             done["dv_over_merge"],
+            1.0,
+            None,
+        ),
+        Ratio(
+            "deletion-vector upsert / upsert without vectors",
+            done["upsert_dv_over_merge"],
             1.0,
             None,
         ),
@@ -225,6 +219,12 @@ def render(done: dict[str, Any]) -> list[str]:
         f"| shoal, deletion vectors | {m['dv']:.0f} |",
         f"| shoal, merge-on-read | {m['merge']:.0f} |",
         "",
+        f"Writes: the delete of a tenth of the keys took {done['delete_ms']['dv']:.0f} ms "
+        f"with deletion vectors (the write, then the lookup of every key and the vectors) "
+        f"and {done['delete_ms']['merge']:.0f} ms without (a level-0 file); an upsert of a "
+        f"hundredth of the keys {done['upsert_ms']['dv']:.0f} ms and "
+        f"{done['upsert_ms']['merge']:.0f} ms (median of {done['upserts']}).",
+        "",
     ]
     for r in ratios(done):
         value = "-" if r.value is None else f"{r.value:.2f}x"
@@ -244,7 +244,8 @@ def profile(config: DvConfig, top: int = 25) -> str:
 
     import shoal
 
-    dv_path, _, files, _ = build(config)
+    dv_table, _, files, _, _ = build(config)
+    dv_path = dv_table.path
 
     def raw() -> int:
         return ds.dataset(files, format="parquet").to_table(columns=COLUMNS).num_rows

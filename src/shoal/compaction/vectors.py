@@ -88,8 +88,15 @@ def merged(
     for name, positions in found.items():
         if len(positions):
             old = out.get(name)
-            out[name] = positions if old is None else np.union1d(old, positions)
+            out[name] = positions if old is None else _union(old, positions)
     return out
+
+
+def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of two sorted arrays (a radix sort of int64)."""
+    both: np.ndarray = np.sort(np.concatenate([a, b]), kind="stable")
+    distinct: np.ndarray = both[np.concatenate([[True], both[1:] != both[:-1]])]
+    return distinct
 
 
 def write_index_file(store: FileStore, vectors: Mapping[str, np.ndarray]) -> IndexFileMeta | None:

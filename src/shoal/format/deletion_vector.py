@@ -108,7 +108,7 @@ def encode_file(
     out = bytearray([VERSION])
     ranges: list[tuple[str, int, int, int]] = []
     for name, positions in vectors.items():
-        values = np.unique(np.asarray(positions, dtype=np.uint64))
+        values = roaring.sorted_distinct(positions, np.uint64)
         record = encode_vector(values, bitmap64=bitmap64)
         length = len(record) if bitmap64 else len(record) - 8
         ranges.append((name, len(out), length, len(values)))

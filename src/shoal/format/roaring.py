@@ -134,14 +134,33 @@ def decode64(data: bytes | memoryview, pos: int = 0) -> tuple[U64Array, int]:
     return values.astype(np.uint64, copy=False), pos
 
 
+def sorted_distinct(values: npt.ArrayLike, dtype: type[np.generic]) -> np.ndarray:
+    """``values`` as a sorted array of distinct ``dtype`` values; one pass when they
+    already are (as positions read from a bitmap, or found in key order)."""
+    v = np.asarray(values, dtype=dtype)
+    if len(v) > 1 and not bool(np.all(v[1:] > v[:-1])):
+        v = np.unique(v)
+    return v
+
+
+def _groups(highs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For sorted ``highs``: the distinct values and the index of each one's first."""
+    starts = (
+        np.flatnonzero(np.concatenate(([True], highs[1:] != highs[:-1])))
+        if len(highs)
+        else np.zeros(0, np.int64)
+    )
+    return highs[starts], starts
+
+
 def encode32(values: npt.ArrayLike, *, runs: bool = True) -> bytes:
     """The portable serialization of the 32-bit values (any order, repeats allowed);
     each container as an array, a bitset or (with ``runs``) runs, whichever is
     smallest, as Roaring's run optimization picks."""
-    v = np.unique(np.asarray(values, dtype=np.int64))
+    v = sorted_distinct(values, np.int64)
     if len(v) and (int(v[0]) < 0 or int(v[-1]) > 0xFFFFFFFF):
         raise ValueError("values must fit in 32 bits")
-    keys, starts = np.unique(v >> 16, return_index=True)
+    keys, starts = _groups(v >> 16)
     bounds = [*starts.tolist(), len(v)]
     bodies: list[bytes] = []
     run_flags = bytearray((len(keys) + 7) // 8)
@@ -193,9 +212,9 @@ def _run_body(low: npt.NDArray[np.int64]) -> bytes:
 
 def encode64(values: npt.ArrayLike, *, runs: bool = True) -> bytes:
     """The portable 64-bit serialization of non-negative 64-bit values."""
-    v = np.unique(np.asarray(values, dtype=np.uint64))
+    v = sorted_distinct(values, np.uint64)
     highs = (v >> np.uint64(32)).astype(np.uint64)
-    keys, starts = np.unique(highs, return_index=True)
+    keys, starts = _groups(highs)
     bounds = [*starts.tolist(), len(v)]
     out = bytearray(struct.pack("<Q", len(keys)))
     for i, key in enumerate(keys.tolist()):
