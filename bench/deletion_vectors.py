@@ -20,7 +20,8 @@ than a ratio of medians:
 
 Writes, timed once each: the delete of a tenth of the keys above, then ``upserts``
 upserts of a hundredth of the keys each, interleaved between the two tables (the
-table without vectors compacting by Paimon's universal rules after each).
+table without vectors compacting by Paimon's universal rules after each) and a third
+with dynamic buckets and no vectors.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from shoal.core.paths import data_file_path
 from shoal.core.plan import live_entries
 
 COLUMNS = ["id", "name", "value"]
-TABLE_DV, TABLE_MERGE = "bench.dv", "bench.merge"
+TABLE_DV, TABLE_MERGE, TABLE_DYNAMIC = "bench.dv", "bench.merge", "bench.dynamic"
 
 
 @dataclass(frozen=True)
@@ -112,17 +113,32 @@ def build(config: DvConfig) -> tuple[Any, Any, list[str], int, dict[str, float]]
 
 def time_upserts(dv: Any, merge: Any, config: DvConfig) -> dict[str, list[float]]:
     """``config.upserts`` upserts of a hundredth of the keys into each table, taking
-    turns; the table without vectors compacts after its writes as Paimon's writers do."""
+    turns; the table without vectors compacts after its writes as Paimon's writers do.
+    A third table has dynamic buckets (as many, ``dynamic-bucket.target-row-num`` keys
+    each) and no vectors: each of its upserts reads the hash index to find buckets."""
+    import shoal
+
     with merge.update_schema() as update:
         update.remove_option("write-only")
     rng = np.random.default_rng(config.seed + 1)
-    times: dict[str, list[float]] = {"dv": [], "merge": []}
+    catalog = shoal.Catalog(str(config.workdir / "dv-warehouse"))
+    target = str(config.rows // config.buckets)
+    base = _rows(np.arange(config.rows, dtype=np.int64), rng)
+    dynamic = catalog.create_table(
+        TABLE_DYNAMIC,
+        base.schema,
+        primary_keys=["id"],
+        options={"dynamic-bucket.target-row-num": target},
+    )
+    dynamic.upsert(base)
+    times: dict[str, list[float]] = {"dv": [], "merge": [], "dynamic": []}
     for _ in range(config.upserts):
         ids = rng.choice(config.rows, config.rows // 100, replace=False)
         data = _rows(ids, rng)
-        for name, table in (("dv", dv), ("merge", merge)):
+        for name, table in (("dv", dv), ("merge", merge), ("dynamic", dynamic)):
             times[name].append(_timed(lambda t=table, d=data: t.upsert(d) and 0)[0])
     assert dv.to_arrow().num_rows == merge.to_arrow().num_rows
+    assert dynamic.to_arrow().num_rows == config.rows
     return times
 
 
@@ -169,6 +185,9 @@ def run(config: DvConfig) -> dict[str, Any]:
         "upsert_dv_over_merge": statistics.median(
             x / y for x, y in zip(upserts["dv"], upserts["merge"], strict=True)
         ),
+        "upsert_dynamic_over_fixed": statistics.median(
+            x / y for x, y in zip(upserts["dynamic"], upserts["merge"], strict=True)
+        ),
         "upserts": config.upserts,
         "rows": config.rows,
         "rows_read": expected,
@@ -194,6 +213,12 @@ def ratios(done: dict[str, Any]) -> list[Ratio]:
         Ratio(
             "deletion-vector upsert / upsert without vectors",
             done["upsert_dv_over_merge"],
+            1.0,
+            None,
+        ),
+        Ratio(
+            "dynamic-bucket upsert / fixed-bucket upsert",
+            done["upsert_dynamic_over_fixed"],
             1.0,
             None,
         ),
@@ -223,7 +248,9 @@ def render(done: dict[str, Any]) -> list[str]:
         f"with deletion vectors (the write, then the lookup of every key and the vectors) "
         f"and {done['delete_ms']['merge']:.0f} ms without (a level-0 file); an upsert of a "
         f"hundredth of the keys {done['upsert_ms']['dv']:.0f} ms and "
-        f"{done['upsert_ms']['merge']:.0f} ms (median of {done['upserts']}).",
+        f"{done['upsert_ms']['merge']:.0f} ms (median of {done['upserts']}); the same "
+        f"upserts into a table of dynamic buckets without vectors "
+        f"{done['upsert_ms']['dynamic']:.0f} ms.",
         "",
     ]
     for r in ratios(done):

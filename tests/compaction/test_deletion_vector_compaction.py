@@ -193,3 +193,26 @@ def test_a_compaction_cannot_replace_vectors_another_changed(tmp_path: Path) -> 
         {"dt": "a", "id": i, "seq": 0, "v": f"{'new' if i == 3 else 'old'}{i}"} for i in range(10)
     ]
     assert ordered(shoal.open_table(table.path).to_arrow()) == expected
+
+
+def test_vectors_switched_off_refuse_compaction(tmp_path: Path) -> None:
+    """Merging files without the vectors that mark their rows would bring deleted rows
+    back: with deletion vectors switched off (deletion-vectors.modifiable), a table that
+    still holds some is not compacted."""
+    table = shoal.Catalog(str(tmp_path)).create_table(
+        "db.t",
+        SCHEMA,
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
+        options={"bucket": "1", "deletion-vectors.enabled": "true"},
+    )
+    table.upsert(rows("a", list(range(10)), 0, "old"))
+    table.delete(rows("a", [3], 0, ""))
+    assert DVS.deletion_files(table._store, table.latest_snapshot())
+    with table.update_schema() as update:
+        update.set_option("deletion-vectors.modifiable", "true")
+        update.set_option("deletion-vectors.enabled", "false")
+    before = table.latest_snapshot()
+    with pytest.raises(shoal.UnsupportedFeatureError, match="deletion vectors"):
+        table.compact("full")
+    assert table.latest_snapshot() == before

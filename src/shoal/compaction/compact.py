@@ -128,10 +128,25 @@ def plan(
 def _vector_files(
     store: FileStore, snapshot: Snapshot
 ) -> Mapping[BucketKey, tuple[IndexFileMeta, ...]] | None:
-    """Each bucket's deletion-vector index files, on a table with deletion vectors."""
-    if not (store.is_primary_key and DVS.enabled(store.schema.options)):
+    """Each bucket's deletion-vector index files, on a table with deletion vectors.
+
+    Raises:
+        UnsupportedFeatureError: the snapshot holds deletion vectors that the table's
+            options do not enable (switched off with ``deletion-vectors.modifiable``):
+            merging its files without them would bring deleted rows back.
+    """
+    if not store.is_primary_key:
         return None
-    return DVS.bucket_index_files(store, snapshot)
+    files = DVS.bucket_index_files(store, snapshot)
+    if DVS.enabled(store.schema.options):
+        return files
+    if files:
+        raise UnsupportedFeatureError(
+            f"table {store.uri!r} holds deletion vectors but its options do not enable "
+            "them; shoal compacts such files only with 'deletion-vectors.enabled' = 'true'",
+            feature="deletion-vectors.enabled",
+        )
+    return None
 
 
 def _bucket_files(
