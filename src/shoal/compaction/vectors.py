@@ -115,7 +115,9 @@ class KeyReader:
     """Reads the primary keys of one bucket's files, with their row positions and
     without the rows their vectors mark, in the table's key columns and types."""
 
-    def __init__(self, store: FileStore, bucket_dir: str, vectors: Mapping[str, np.ndarray]):
+    def __init__(
+        self, store: FileStore, bucket_dir: str, vectors: Mapping[str, np.ndarray]
+    ) -> None:
         self.store = store
         self.bucket_dir = bucket_dir
         self.vectors = vectors
@@ -188,7 +190,7 @@ def look_up(
     for level in levels:
         if not remaining.num_rows:
             break
-        low, high = _key_range(reader.store, remaining, key_columns)
+        low, high = _key_range(remaining, key_columns)
         files = [f for f in upper if f.level == level and _overlaps(reader.store, f, low, high)]
         hit_rows: list[np.ndarray] = []
         for f, table in zip(files, parallel_map(reader.read, files), strict=True):
@@ -204,8 +206,9 @@ def look_up(
 
 
 def _key_range(
-    store: FileStore, keys: pa.Table, key_columns: list[str]
+    keys: pa.Table, key_columns: list[str]
 ) -> tuple[tuple[object, ...], tuple[object, ...]]:
+    """The smallest and the largest of ``keys``."""
     order = pc.sort_indices(keys, sort_keys=[(c, "ascending") for c in key_columns])
     first, last = order[0].as_py(), order[-1].as_py()
     return (
