@@ -97,7 +97,7 @@ def test_a_hudi_key_names_its_shoal_equivalent(catalog: shoal.Catalog) -> None:
         {"sink.parallelism": "4"},
         {"changelog-producer": "input"},
         {"fields.value.aggregate-function": "sum"},
-        {"file.format": "orc"},
+        {"file.format": "lance"},
     ],
 )
 def test_paimon_options_shoal_does_not_implement_are_refused(
@@ -233,7 +233,7 @@ def _with_options(table: shoal.Table, extra: dict[str, str]) -> str:
             "deletion-vectors.merge-on-read",
         ),
         ({"merge-engine": "partial-update"}, "merge-engine"),
-        ({"file.format": "orc"}, "file.format"),
+        ({"file.format": "lance"}, "file.format"),
         ({"bucket": "-2"}, "bucket"),
         ({"scan.tag-name": "v1"}, "scan.tag-name"),
         ({"record-level.expire-time": "1 d"}, "record-level.expire-time"),

@@ -114,6 +114,7 @@ DECLARED_KEYS = {
     "DYNAMIC_BUCKET_ASSIGNER_PARALLELISM": "dynamic-bucket.assigner-parallelism",
     "DYNAMIC_BUCKET_MAX_BUCKETS": "dynamic-bucket.max-buckets",
     "FILE_FORMAT": "file.format",
+    "FILE_FORMAT_PER_LEVEL": "file.format.per.level",
     "FILE_COMPRESSION": "file.compression",
     "TARGET_FILE_SIZE": "target-file-size",
     "PARTITION_DEFAULT_NAME": "partition.default-name",

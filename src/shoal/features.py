@@ -66,10 +66,14 @@ def _bucket(value: str, _: bool) -> bool:
     return value.strip() != "-2"
 
 
-def _per_level_parquet(value: str, _: bool) -> bool:
-    """``file.format.per.level`` (``0:avro,3:parquet``) naming Parquet only."""
+_FORMATS = ("parquet", "orc", "avro")
+
+
+def _per_level_formats(value: str, _: bool) -> bool:
+    """``file.format.per.level`` (``0:avro,3:parquet``) naming formats shoal reads and
+    writes only."""
     pairs = [p.split(":", 1) for p in value.split(",") if p.strip()]
-    return all(len(p) == 2 and p[1].strip().lower() == "parquet" for p in pairs)
+    return all(len(p) == 2 and p[1].strip().lower() in _FORMATS for p in pairs)
 
 
 def _named(text: str) -> Callable[[str], str]:
@@ -77,11 +81,11 @@ def _named(text: str) -> Callable[[str], str]:
 
 
 FEATURES: tuple[Feature, ...] = (
-    Feature("file.format", _named("{value} data files"), _is("parquet"), "read", "parquet"),
+    Feature("file.format", _named("{value} data files"), _is(*_FORMATS), "read", "parquet"),
     Feature(
         "file.format.per.level",
         _named("data file formats per LSM level ({value})"),
-        _per_level_parquet,
+        _per_level_formats,
         "read",
     ),
     Feature(

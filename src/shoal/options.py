@@ -247,13 +247,37 @@ DYNAMIC_BUCKET_MAX_BUCKETS = _declare(
         lambda v: None if v == -1 or v >= 1 else "must be -1 (no limit) or a positive count",
     )
 )
+# Paimon's data file formats; those shoal does not implement are refused as features.
+_PAIMON_FORMATS = ("parquet", "orc", "avro", "csv", "json", "lance")
 FILE_FORMAT = _declare(
     Option(
         "file.format",
         _parse_str,
         "parquet",
-        "Format of data files: parquet (Paimon's orc and avro are refused as unimplemented).",
-        _one_of("parquet", "orc", "avro"),
+        "Format of new data files: parquet, orc or avro (files are read by the format "
+        "their names end in, whatever the option says).",
+        _one_of(*_PAIMON_FORMATS),
+    )
+)
+
+
+def _check_per_level(value: str) -> str | None:
+    for pair in value.split(","):
+        level, colon, name = pair.strip().partition(":")
+        known = name.strip() in _PAIMON_FORMATS
+        if pair.strip() and not (colon and level.strip().isdigit() and known):
+            return f"{pair.strip()!r} is not <level>:<{', '.join(_PAIMON_FORMATS)}>"
+    return None
+
+
+FILE_FORMAT_PER_LEVEL = _declare(
+    Option(
+        "file.format.per.level",
+        _parse_str,
+        "",
+        "Format of new data files by LSM level, as <level>:<format> pairs "
+        "(0:avro,5:parquet); levels not named take file.format.",
+        _check_per_level,
     )
 )
 FILE_COMPRESSION = _declare(

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from shoal import options as O
 from shoal.core import kv
@@ -38,6 +37,7 @@ from shoal.core.kv import KeyValueLayout
 from shoal.core.paths import data_file_path
 from shoal.core.store import FileStore
 from shoal.errors import CorruptDataFileError
+from shoal.format import data_formats
 from shoal.format import deletion_vector as DV
 from shoal.format.data_file import DataFileMeta
 from shoal.format.evolution import convert
@@ -111,6 +111,14 @@ def write_index_file(store: FileStore, vectors: Mapping[str, np.ndarray]) -> Ind
     return IndexFileMeta(DELETION_VECTORS_INDEX, name, len(data), len(metas), metas)
 
 
+_KEY_BATCH_ROWS = 1 << 20
+
+
+def _columns(layout: KeyValueLayout, columns: list[str]) -> pa.Schema:
+    schema = layout.file_schema
+    return pa.schema([schema.field(c) for c in columns])
+
+
 class KeyReader:
     """Reads the primary keys of one bucket's files, with their row positions and
     without the rows their vectors mark, in the table's key columns and types."""
@@ -130,9 +138,13 @@ class KeyReader:
             written = KeyValueLayout(self.store.schema_of(f.schema_id))
         columns = [*written.key_columns, *([kv.VALUE_KIND] if kinds else [])]
         path = data_file_path(self.bucket_dir, f)
+        fmt = data_formats.format_of(path)
+        if fmt is None:
+            raise CorruptDataFileError(f"{path}: not a data file of a format shoal reads")
         try:
             with self.store.file_io.open_input_file(path) as source:
-                table = pq.read_table(source, columns=columns)
+                batches = fmt.read(source, written.file_schema, columns, _KEY_BATCH_ROWS)
+                table = pa.Table.from_batches(list(batches), schema=_columns(written, columns))
         except FileNotFoundError as exc:
             raise CorruptDataFileError(str(exc)) from None
         except (pa.ArrowInvalid, OSError) as exc:

@@ -19,7 +19,7 @@ from shoal.core import predicate as P
 from shoal.core.deletion_vectors import DeletionFile
 from shoal.core.paths import data_file_path
 from shoal.errors import UnsupportedFeatureError
-from shoal.format import binary_row, casts
+from shoal.format import binary_row, casts, data_formats
 from shoal.format import manifest as M
 from shoal.format import types as T
 from shoal.format.data_file import DataFileMeta
@@ -360,21 +360,22 @@ def _with_deletions(split: DataSplit, deletions: Mapping[str, DeletionFile]) -> 
 
 def readable_file_check(store: FileStore, target: TableSchema) -> Callable[[DataFileMeta], None]:
     """A check that a data file holds what shoal's readers read exactly as rows of
-    ``target``: a Parquet file in its bucket directory, with every column, whose
+    ``target``: a file of a format shoal reads (Parquet, ORC, Avro: by its name's
+    extension) in its bucket directory, with every column, whose
     schema's columns map onto the target's by field id with types shoal converts as
     Paimon does. Raises UnsupportedFeatureError for any other file, before anything
     is read.
 
-    Tables written by Paimon's engines may hold files of other formats (ORC was
-    Paimon's default up to 0.8, so a table whose options name no format may hold it),
-    files outside the table (external paths), files with some columns only (data
+    Tables written by Paimon's engines may hold files of other formats (Lance, or
+    any a newer Paimon adds), files outside the table (external paths), files with
+    some columns only (data
     evolution), and files written before a column changed to a type whose values
     shoal does not convert exactly.
     """
     checked = {target.id}
 
     def check(f: DataFileMeta) -> None:
-        if not f.file_name.endswith(".parquet"):
+        if data_formats.format_of(f.file_name) is None:
             kind = f.file_name.rsplit(".", 1)[-1] if "." in f.file_name else "unknown"
             _refuse(store, f"{kind} data files ({f.file_name})", "file format")
         if f.external_path:

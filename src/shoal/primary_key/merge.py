@@ -19,13 +19,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from shoal.core import kv
 from shoal.core.kv import FIRST_ROW, KeyValueLayout, MergeSettings
 from shoal.errors import CorruptDataFileError
+from shoal.format import data_formats
 from shoal.format.evolution import FieldMapping, convert, same_fields
-from shoal.format.parquet import as_table_types
 from shoal.format.schema import TableSchema
 from shoal.io import FileIO, parallel_map
 from shoal.primary_key.levels import RunFile
@@ -36,14 +35,18 @@ def _run_batches(
 ) -> Iterator[pa.Table]:
     """Batches of a run's files in the merge's read schema (other writers mark
     nullability, or spell types, differently, and older files hold older schemas:
-    every batch is brought to the table's own form)."""
+    every batch is brought to the table's own form). Each file is read in the format
+    its name gives (``format/data_formats``)."""
     for file in files:
         read = reader(file.schema_id)
+        fmt = data_formats.format_of(file.path)
+        if fmt is None:
+            raise CorruptDataFileError(f"{file.path}: not a data file of a format shoal reads")
         try:
             with file_io.open_input_file(file.path) as source:
-                parquet = pq.ParquetFile(source)
                 offset = 0
-                for batch in parquet.iter_batches(batch_size=batch_rows, columns=read.columns):
+                batches = fmt.read(source, read.file_schema, read.columns, batch_rows)
+                for batch in batches:
                     n = batch.num_rows
                     if file.deleted is not None:
                         batch = _unmarked(batch, file.deleted, offset)
@@ -82,6 +85,7 @@ class _FileReader:
             written.schema.fields, target.schema.fields
         ):
             self.columns = list(names)
+            self.file_schema = read_schema
             return
         self.mapping = FieldMapping(written.schema.fields, target.schema.fields)
         system = len(target.key_columns) + 2
@@ -92,13 +96,11 @@ class _FileReader:
             kv.VALUE_KIND,
             *self.mapping.source_names(self.values),
         ]
-        written_schema = written.file_schema
-        self.written_schema = pa.schema([written_schema.field(c) for c in self.columns])
+        self.file_schema = written.file_schema
 
     def adapt(self, table: pa.Table) -> pa.Table:
         if self.mapping is None:
-            return as_table_types(table, self.read_schema)
-        table = as_table_types(table, self.written_schema)
+            return table
         keys = [
             convert(table.column(old), self.written.schema.field(old_name).type, t)
             for old, old_name, t in zip(

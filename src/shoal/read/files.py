@@ -1,12 +1,14 @@
 """Reading splits of append tables into Arrow.
 
-All files of a plan written under the schema read (or one with the same columns) are
-read as one ``pyarrow.dataset`` with that schema given up front (no per-file schema
-inference), so reading is Arrow's own parallel Parquet scan; the row filter is
-pushed into it and applied exactly. Files written under another schema are read,
-one dataset per schema, with their own columns and mapped onto the schema read by
-field id (``format/evolution``); the filter's terms on columns they hold unchanged
-are pushed into their scan, and the whole filter applies after the mapping.
+All Parquet files of a plan written under the schema read (or one with the same
+columns) are read as one ``pyarrow.dataset`` with that schema given up front (no
+per-file schema inference), so reading is Arrow's own parallel Parquet scan; ORC and
+Avro files go through their codecs (``format/data_formats``) into a scan of the same
+shape. The row filter is pushed into it and applied exactly. Files written under
+another schema are read, one dataset per schema, with their own columns and mapped
+onto the schema read by field id (``format/evolution``); the filter's terms on
+columns they hold unchanged are pushed into their scan, and the whole filter applies
+after the mapping.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from shoal.core.kv import INSERT, UPDATE_AFTER, VALUE_KIND, KeyValueLayout
 from shoal.core.plan import DataSplit
 from shoal.core.store import FileStore
 from shoal.errors import CorruptDataFileError, UnsupportedFeatureError
-from shoal.format import parquet
+from shoal.format import data_formats, parquet
 from shoal.format.evolution import FieldMapping, same_fields
 from shoal.format.schema import TableSchema
 from shoal.io import FileIO, in_background
@@ -43,6 +45,55 @@ def _dataset(file_io: FileIO, paths: list[str], schema: pa.Schema) -> ds.Dataset
     # without annotation (beside INT96 ones) reads in the unit its precision implies.
     stored = parquet.read_schema(schema)
     return ds.dataset(paths, schema=stored, format=_FORMAT, filesystem=file_io.fs)
+
+
+def _scanner(
+    file_io: FileIO,
+    paths: list[str],
+    schema: pa.Schema,
+    *,
+    columns: list[str],
+    row_filter: ds.Expression | None = None,
+    filter_columns: set[str] | frozenset[str] = frozenset(),
+    batch_size: int = 131_072,
+) -> ds.Scanner:
+    """A scan of the files ``paths`` (of one schema, in this order) as rows of
+    ``schema``: ``columns`` of the rows ``row_filter`` (on ``filter_columns``) keeps.
+    Parquet files are read as one ``pyarrow.dataset``; files of other formats
+    (``format/data_formats``, by their names) one after another by their codec."""
+    if all(p.endswith(".parquet") for p in paths):
+        return _dataset(file_io, paths, schema).scanner(
+            columns=columns, filter=row_filter, batch_size=batch_size
+        )
+    wanted = set(columns) | set(filter_columns)
+    read = pa.schema([f for f in schema if f.name in wanted])
+    batches = _file_batches(file_io, paths, read, batch_size)
+    return ds.Scanner.from_batches(
+        batches, schema=read, columns=columns, filter=row_filter, batch_size=batch_size
+    )
+
+
+def _file_batches(
+    file_io: FileIO, paths: list[str], schema: pa.Schema, batch_size: int
+) -> Iterator[pa.RecordBatch]:
+    names = list(schema.names)
+    for path in paths:
+        fmt = data_formats.format_of(path)
+        if fmt is None:
+            raise CorruptDataFileError(f"{path}: not a data file of a format shoal reads")
+        try:
+            with file_io.open_input_file(path) as source:
+                yield from fmt.read(source, schema, names, batch_size)
+        except FileNotFoundError as exc:
+            raise CorruptDataFileError(str(exc)) from None
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise CorruptDataFileError(f"{path}: {exc}") from None
+
+
+def _filter_columns(dnf: P.Dnf | None, key_value: bool) -> set[str]:
+    """The columns a scan's row filter reads (see :func:`_row_filter`)."""
+    columns = set(P.columns_of(dnf)) if dnf is not None else set()
+    return columns | {VALUE_KIND} if key_value else columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,16 +207,27 @@ def _read_group(
     if mapping is None:
         dataset_schema, row_filter = _row_filter(group.schema, dnf, key_value)
         with _data_errors():
-            table = _dataset(file_io, group.paths, dataset_schema).to_table(
-                columns=list(projected.names), filter=row_filter
-            )
+            table = _scanner(
+                file_io,
+                group.paths,
+                dataset_schema,
+                columns=list(projected.names),
+                row_filter=row_filter,
+                filter_columns=_filter_columns(dnf, key_value),
+            ).to_table()
         return _exact(table, projected)
     needed, sources = _mapped_columns(mapping, projected, dnf)
-    dataset_schema, row_filter = _row_filter(group.schema, _pushdown(mapping, dnf), key_value)
+    pushed = _pushdown(mapping, dnf)
+    dataset_schema, row_filter = _row_filter(group.schema, pushed, key_value)
     with _data_errors():
-        table = _dataset(file_io, group.paths, dataset_schema).to_table(
-            columns=sources, filter=row_filter
-        )
+        table = _scanner(
+            file_io,
+            group.paths,
+            dataset_schema,
+            columns=sources,
+            row_filter=row_filter,
+            filter_columns=_filter_columns(pushed, key_value),
+        ).to_table()
     return _mapped(table, group, needed, projected, dnf)
 
 
@@ -230,8 +292,8 @@ def _masked_scan(
     total = sum(n for _, n in group.deletions or ())
     start = 0
     with in_background(lambda: _keep_mask(group, total, loader)) as mask, _data_errors():
-        scanner = _dataset(file_io, group.paths, plan.dataset_schema).scanner(
-            columns=plan.columns, batch_size=batch_size
+        scanner = _scanner(
+            file_io, group.paths, plan.dataset_schema, columns=plan.columns, batch_size=batch_size
         )
         for batch in scanner.to_batches():
             if start + batch.num_rows > total:
@@ -446,8 +508,14 @@ def _group_batches(
         pushed = _pushdown(mapping, dnf)
     dataset_schema, row_filter = _row_filter(group.schema, pushed, key_value)
     with _data_errors():
-        scanner = _dataset(file_io, group.paths, dataset_schema).scanner(
-            columns=sources, filter=row_filter, batch_size=batch_size
+        scanner = _scanner(
+            file_io,
+            group.paths,
+            dataset_schema,
+            columns=sources,
+            row_filter=row_filter,
+            filter_columns=_filter_columns(pushed, key_value),
+            batch_size=batch_size,
         )
         for batch in scanner.to_batches():
             if not batch.num_rows:

@@ -56,7 +56,7 @@ from shoal.spark.types import spark_schema
 from shoal.spark.write import conformed_names
 from shoal.transaction import Transaction, written_scope
 from shoal.write.commit import WHOLE_TABLE, OverwriteScope
-from shoal.write.files import CommitMessage, append_file_meta
+from shoal.write.files import CommitMessage, append_file_meta, store_format
 from shoal.write.stats_collector import StatsCollector, footer_leaves
 
 if TYPE_CHECKING:
@@ -98,6 +98,9 @@ def why_not_parquet(store: FileStore) -> str | None:
         return "a fixed-bucket table routes rows by a hash Spark does not compute"
     if not isinstance(store.file_io, LocalFileIO):
         return "moving a file on an object store is a copy"
+    fmt = store_format(store, 0)
+    if fmt.name != "parquet":
+        return f"the table writes {fmt.name} data files"
     if store.file_compression.lower() not in _SPARK_CODECS:
         return f"Spark's Parquet writer has no {store.file_compression!r} codec"
     for field in store.schema.fields:

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import IntegerType, StructField, StructType
@@ -46,7 +45,8 @@ from shoal.core.kv import KeyValueLayout
 from shoal.core.paths import data_file_path
 from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
-from shoal.errors import InvalidOptionError, SchemaMismatchError
+from shoal.errors import CorruptDataFileError, InvalidOptionError, SchemaMismatchError
+from shoal.format import data_formats
 from shoal.format.data_file import DataFileMeta
 from shoal.format.snapshot import Snapshot
 from shoal.spark.read import table_columns
@@ -317,9 +317,13 @@ class _Renumber:
     def _rewrite(self, m: CommitMessage, f: DataFileMeta, shift: int) -> list[DataFileMeta]:
         store = self.store
         bucket_dir = store.paths.bucket_dir(store.partitions.path(m.partition), m.bucket)
-        with store.file_io.open_input_file(data_file_path(bucket_dir, f)) as source:
-            rows = pq.read_table(source)
-        rows = rows.cast(self.layout.file_schema)
+        path = data_file_path(bucket_dir, f)
+        fmt = data_formats.format_of(path)
+        if fmt is None:
+            raise CorruptDataFileError(f"{path}: not a data file of a format shoal reads")
+        schema = self.layout.file_schema
+        with store.file_io.open_input_file(path) as source:
+            rows = pa.Table.from_batches(list(fmt.read(source, schema, None, 1 << 20)), schema)
         index = rows.schema.get_field_index(kv.SEQUENCE_NUMBER)
         shifted = pc.add(rows.column(index), pa.scalar(shift, pa.int64()))
         rows = rows.set_column(index, rows.schema.field(index), shifted)

@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from shoal import options as O
 from shoal.core import kv
 from shoal.core.kv import KeyValueLayout
 from shoal.core.store import FileStore
-from shoal.format import binary_row, parquet
+from shoal.errors import UnsupportedFeatureError
+from shoal.format import binary_row, data_formats
 from shoal.format import types as T
 from shoal.format.data_file import FILE_SOURCE_APPEND, DataFileMeta
 from shoal.format.index_manifest import IndexFileMeta
@@ -56,7 +57,8 @@ def now_millis() -> datetime:
 
 
 class RollingFileWriter:
-    """Parquet files of one (partition, bucket), rolled at the target file size.
+    """Data files of one (partition, bucket), rolled at the target file size, in the
+    format the table's options give files of ``level`` (``format/data_formats``).
 
     The size is judged by the Arrow bytes written into the current file, so
     compressed files come out at or below the target. With a key-value ``layout``
@@ -81,11 +83,11 @@ class RollingFileWriter:
         self.level = level
         self.file_source = file_source
         self._schema = layout.file_schema if layout is not None else store.arrow_schema
-        self._stored_schema = parquet.stored_schema(self._schema)
+        self._format = store_format(store, level)
         self._dir = store.paths.bucket_dir(store.partitions.path(partition), bucket)
         self._target = store.target_file_size
         self._files: list[DataFileMeta] = []
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: data_formats.FileWriter | None = None
         self._sink: Any = None
         self._name = ""
         self._rows = 0
@@ -118,7 +120,7 @@ class RollingFileWriter:
             self._open()
         assert self._writer is not None
         assert self._stats is not None
-        self._writer.write_table(parquet.to_stored(chunk, self._stored_schema))
+        self._writer.write(chunk)
         self._stats.update(chunk)
         if self.layout is not None:
             self._track_keys(chunk)
@@ -128,15 +130,17 @@ class RollingFileWriter:
     def _open(self) -> None:
         store = self.store
         self._name = store.paths.new_data_file_name()
+        # A data file's name ends in its format's extension, by which readers pick it.
+        self._name = f"{self._name.rpartition('.')[0]}.{self._format.name}"
         self._sink = store.file_io.open_output_stream(f"{self._dir}/{self._name}")
-        self._writer = pq.ParquetWriter(
-            self._sink,
-            self._stored_schema,
-            compression=store.file_compression,
-            **parquet.writer_options(self._stored_schema),
-        )
+        try:
+            self._writer = self._format.writer(self._sink, self._schema, store.file_compression)
+        except BaseException:
+            self._sink.close()
+            raise
+        footer = self._format.name == "parquet"
         self._stats = StatsCollector(
-            store.schema.fields, store.stats_mode, always=store.event_time_columns
+            store.schema.fields, store.stats_mode, always=store.event_time_columns, footer=footer
         )
         if self.layout is not None:
             key_fields = [
@@ -145,7 +149,7 @@ class RollingFileWriter:
                     zip(self.layout.key_columns, self.layout.key_types, strict=True)
                 )
             ]
-            self._key_stats = StatsCollector(key_fields, "full")
+            self._key_stats = StatsCollector(key_fields, "full", footer=footer)
             self._first_key = ()
             self._sequences = None
             self._deletes = 0
@@ -169,11 +173,10 @@ class RollingFileWriter:
         if self._writer is None:
             return
         assert self._stats is not None
-        self._writer.close()
+        # The footer of a Parquet file just written holds the bounds of most columns.
+        footer = self._writer.close()
         size = self._sink.tell()
         self._sink.close()
-        # The footer of the file just written holds the bounds of most columns.
-        footer = self._writer.writer.metadata
         stats = self._stats.result(footer)
         if self.layout is not None:
             assert self._key_stats is not None
@@ -222,6 +225,27 @@ class RollingFileWriter:
             self._writer.close()
             self._sink.close()
             self._writer = None
+
+
+def store_format(store: FileStore, level: int) -> data_formats.DataFormat:
+    """The format of the files a table writes at ``level`` (``file.format``, or
+    ``file.format.per.level`` for that level).
+
+    Raises:
+        UnsupportedFeatureError: the format cannot hold a column of the table's
+            schema (as Paimon refuses it), naming the option.
+    """
+    fmt = data_formats.format_for_level(
+        store.options.get(O.FILE_FORMAT), store.options.get(O.FILE_FORMAT_PER_LEVEL), level
+    )
+    reason = fmt.unstorable(store.schema.fields)
+    if reason is not None:
+        raise UnsupportedFeatureError(
+            f"table {store.uri!r} writes {fmt.name} data files at level {level}, and {reason}; "
+            "choose another file.format (or file.format.per.level)",
+            feature="file.format",
+        )
+    return fmt
 
 
 def append_file_meta(

@@ -46,7 +46,12 @@ class StatsCollector:
     """
 
     def __init__(
-        self, fields: Sequence[T.DataField], mode: str, *, always: Sequence[str] = ()
+        self,
+        fields: Sequence[T.DataField],
+        mode: str,
+        *,
+        always: Sequence[str] = (),
+        footer: bool = True,
     ) -> None:
         self.fields = list(fields)
         self.mode, self.truncate_to = parse_stats_mode(mode)
@@ -62,15 +67,19 @@ class StatsCollector:
         self._mins: list[Any] = [None] * n
         self._maxs: list[Any] = [None] * n
         self._nulls = [0] * n
-        # Bounds of most columns come from the Parquet footer, which the writer fills
-        # anyway; nanosecond timestamps (whose footer values need pandas) are computed
-        # from the Arrow data as it is written.
+        # Bounds of most columns come from the Parquet footer (``footer``), which the
+        # writer fills anyway; nanosecond timestamps (whose footer values need pandas)
+        # are computed from the Arrow data as it is written, and so is every bound of a
+        # file of a format without such a footer (ORC, Avro), so that statistics do not
+        # depend on the format.
         self._computed = [
             i
             for i, f in enumerate(self.fields)
             if isinstance(f.type, T.AtomicType)
-            and f.type.root in (T.TIMESTAMP, T.TIMESTAMP_LTZ)
-            and (f.type.precision or 0) > 6
+            and (
+                not footer
+                or (f.type.root in (T.TIMESTAMP, T.TIMESTAMP_LTZ) and (f.type.precision or 0) > 6)
+            )
         ]
 
     def update(self, table: pa.Table) -> None:
@@ -84,7 +93,13 @@ class StatsCollector:
             column = table.column(self.fields[i].name)
             if column.null_count == len(column):
                 continue
-            low, high = _timestamp_min_max(column, self.fields[i].type.root == T.TIMESTAMP_LTZ)  # type: ignore[union-attr]
+            root = self.fields[i].type.root  # type: ignore[union-attr]
+            if root in _TIMESTAMPS:
+                low, high = _timestamp_min_max(column, root == T.TIMESTAMP_LTZ)
+            else:
+                low, high = _min_max(column)
+                if low is None:
+                    continue
             self._widen(i, low, high)
 
     def count_nulls(self, footer: pq.FileMetaData) -> bool:
@@ -194,6 +209,16 @@ def _stored_timestamps(t: T.AtomicType, low: int, high: int) -> tuple[datetime, 
     micros = 1000 if parquet.stored_unit(t.precision or 0) == "ms" else 1
     base = datetime(1970, 1, 1, tzinfo=UTC) if t.root == T.TIMESTAMP_LTZ else _EPOCH
     return base + timedelta(microseconds=low * micros), base + timedelta(microseconds=high * micros)
+
+
+def _min_max(column: pa.ChunkedArray) -> tuple[Any, Any]:
+    """Min and max of a column that holds a value, as the Parquet footer gives them:
+    NaN left out ((None, None) when only NaN is there)."""
+    bounds = pc.min_max(column)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if isinstance(low, float) and (math.isnan(low) or math.isnan(high)):
+        return None, None
+    return low, high
 
 
 def _timestamp_min_max(column: pa.ChunkedArray, utc: bool) -> tuple[Any, Any]:
