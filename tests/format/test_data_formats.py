@@ -157,8 +157,9 @@ def test_written_files_are_paimons_layout(catalog: shoal.Catalog, warehouse: str
         reader = fastavro.reader(f)
         written = reader.writer_schema
         assert reader.codec == "zstandard"
-    assert written["name"] == "org.apache.paimon.avro.generated.record"
-    fields = {f["name"]: f["type"] for f in written["fields"]}
+    assert written[0] == "null"
+    assert written[1]["name"] == "org.apache.paimon.avro.generated.record"
+    fields = {f["name"]: f["type"] for f in written[1]["fields"]}
     assert fields["req"] == "string"
     assert fields["ts0"] == ["null", {"type": "long", "logicalType": "timestamp-millis"}]
     assert fields["ltz3"] == ["null", {"type": "long", "logicalType": "local-timestamp-millis"}]

@@ -130,8 +130,9 @@ def record_schema(fields: list[pa.Field], name: str) -> Any:
 
 def file_schema(schema: pa.Schema) -> Any:
     """The Avro schema of a data file of ``schema`` (a table's Arrow schema, or a
-    primary-key table's file schema)."""
-    return record_schema(list(schema), ROOT_NAME)
+    primary-key table's file schema): the record as a nullable row, as Paimon writes
+    it."""
+    return ["null", record_schema(list(schema), ROOT_NAME)]
 
 
 def without_logical_types(schema: Any) -> Any:

@@ -243,7 +243,10 @@ class _Avro:
             decode = _avro_decoder(blocks.metadata.get("avro.schema", ""), target.names)
             for block in blocks:
                 data = block.bytes_.getvalue()  # type: ignore[attr-defined]
-                records.extend(container.decode_block(decode, data, block.num_records))
+                decoded = container.decode_block(decode, data, block.num_records)
+                if any(r is None for r in decoded):
+                    raise ValueError("a null row")
+                records.extend(decoded)
                 while len(records) >= batch_rows:
                     yield _avro_batch(records[:batch_rows], target, stored, converts)
                     records = records[batch_rows:]
@@ -267,9 +270,13 @@ def _avro_decoder(text: str | bytes, names: list[str]) -> compiled.Decoder:
         written = json.loads(text)
     except ValueError:
         written = None
-    if not isinstance(written, dict) or written.get("type") != "record":
+    # Paimon writes the row type as it is nullable: the union of null and the record.
+    record = written
+    if isinstance(written, list):
+        record = next((b for b in written if isinstance(b, dict)), None)
+    if not isinstance(record, dict) or record.get("type") != "record":
         raise CorruptDataFileError("an Avro data file whose schema is no record")
-    present = {f.get("name") for f in written.get("fields", ())}
+    present = {f.get("name") for f in record.get("fields", ())}
     missing = [n for n in names if n not in present]
     if missing:
         raise CorruptDataFileError(f"an Avro data file lacks the columns {missing}")
