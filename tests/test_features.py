@@ -96,7 +96,7 @@ def test_a_hudi_key_names_its_shoal_equivalent(catalog: shoal.Catalog) -> None:
         {"deletion-vectors.merge-on-read": "true"},
         {"sink.parallelism": "4"},
         {"changelog-producer": "input"},
-        {"fields.value.aggregate-function": "sum"},
+        {"fields.value.sequence-group": "id"},
         {"file.format": "lance"},
     ],
 )
@@ -232,7 +232,10 @@ def _with_options(table: shoal.Table, extra: dict[str, str]) -> str:
             {"deletion-vectors.enabled": "true", "deletion-vectors.merge-on-read": "true"},
             "deletion-vectors.merge-on-read",
         ),
-        ({"merge-engine": "partial-update"}, "merge-engine"),
+        (
+            {"merge-engine": "partial-update", "fields.value.sequence-group": "id"},
+            "fields.value.sequence-group",
+        ),
         ({"file.format": "lance"}, "file.format"),
         ({"bucket": "-2"}, "bucket"),
         ({"scan.tag-name": "v1"}, "scan.tag-name"),

@@ -12,6 +12,7 @@ import pyarrow as pa
 from shoal import features
 from shoal import options as O
 from shoal.cleanup.drop_table import remove_table_directory
+from shoal.core import merge_engine
 from shoal.core.paths import PathFactory
 from shoal.core.schema_change import check_definition
 from shoal.core.schema_manager import SchemaManager
@@ -220,7 +221,7 @@ def build_schema(
     partition_types = [f.type for f in fields if f.name in partition_keys]
     if any(not isinstance(t, T.AtomicType) for t in partition_types):
         raise SchemaMismatchError("partition columns must be of scalar types")
-    return TableSchema(
+    table_schema = TableSchema(
         id=0,
         fields=fields,
         highest_field_id=T.highest_field_id(fields),
@@ -230,3 +231,7 @@ def build_schema(
         comment=comment,
         time_millis=int(time.time() * 1000),
     )
+    if primary_keys:
+        # The merge engine's per-column functions are checked against the columns.
+        merge_engine.merge_settings(table_schema, options, "the new table")
+    return table_schema

@@ -91,7 +91,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "merge-engine",
         _named("the {value} merge engine"),
-        _is("deduplicate", "first-row"),
+        _is("deduplicate", "first-row", "aggregation", "partial-update"),
         "read",
         "deduplicate",
     ),
@@ -244,7 +244,7 @@ def check_option_keys(options: Mapping[str, str]) -> None:
     Raises UnknownOptionError or UnsupportedFeatureError (see check_new_options)."""
     declared = {o.key for o in O.declared()}
     for key, value in options.items():
-        if key not in declared and not K.is_user_key(key):
+        if key not in declared and O.field_option(key) is None and not K.is_user_key(key):
             raise unknown_option(key, value, declared, what="table option", user_keys=True)
 
 

@@ -380,10 +380,31 @@ MERGE_ENGINE = _declare(
         "merge-engine",
         _parse_str,
         "deduplicate",
-        "How rows of one key combine: deduplicate (the last row wins) or first-row "
-        "(Paimon's partial-update and aggregation are refused as unimplemented).",
+        "How rows of one key combine: deduplicate (the last row wins), first-row, "
+        "partial-update (non-null fields update the row) or aggregation (per column).",
         _one_of("deduplicate", "first-row", "partial-update", "aggregation"),
     )
+)
+# Per-column options: "<field>" in the key stands for a column's name.
+FIELD = "<field>"
+_AGG = "aggregation: "
+FIELDS_AGGREGATE_FUNCTION = _declare(
+    Option("fields.<field>.aggregate-function", _parse_str, "", _AGG + "the column's function.")
+)
+FIELDS_DEFAULT_AGGREGATE_FUNCTION = _declare(
+    Option("fields.default-aggregate-function", _parse_str, "", _AGG + "the default function.")
+)
+FIELDS_IGNORE_RETRACT = _declare(
+    Option("fields.<field>.ignore-retract", _parse_bool, False, _AGG + "skip retractions.")
+)
+FIELDS_LIST_AGG_DELIMITER = _declare(
+    Option("fields.<field>.list-agg-delimiter", _parse_str, ",", _AGG + "listagg's separator.")
+)
+AGGREGATION_REMOVE_RECORD_ON_DELETE = _declare(
+    Option("aggregation.remove-record-on-delete", _parse_bool, False, _AGG + "-D removes.")
+)
+PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = _declare(
+    Option("partial-update.remove-record-on-delete", _parse_bool, False, "-D removes the key.")
 )
 SEQUENCE_FIELD = _declare(
     Option(
@@ -705,6 +726,15 @@ PARTITION_TIMESTAMP_PATTERN = _declare(
         "the first partition field.",
     )
 )
+
+
+def field_option(key: str) -> tuple[Option[object], str] | None:
+    """The declared per-column option ``key`` spells, with the column it names."""
+    for option in _REGISTRY.values():
+        head, _, tail = option.key.partition(FIELD)
+        if _ and key.startswith(head) and key.endswith(tail) and len(key) > len(option.key) - 7:
+            return option, key[len(head) : len(key) - len(tail)]
+    return None
 
 
 def declared() -> Iterator[Option[object]]:

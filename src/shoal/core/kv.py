@@ -79,12 +79,34 @@ class KeyValueLayout:
 # How the rows of one key combine (the merge engines shoal implements).
 DEDUPLICATE = "deduplicate"
 FIRST_ROW = "first-row"
+AGGREGATION = "aggregation"
+PARTIAL_UPDATE = "partial-update"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldFunction:
+    """How one column of an ``aggregation`` table combines the rows of a key: the
+    aggregate function's name, whether it skips retractions, and listagg's delimiter."""
+
+    function: str
+    ignore_retract: bool = False
+    delimiter: str = ","
 
 
 @dataclass(frozen=True, slots=True)
 class MergeSettings:
-    """A primary-key table's merge engine, its ``sequence.field`` and ``ignore-delete``."""
+    """A primary-key table's merge engine, its ``sequence.field`` and ``ignore-delete``;
+    for ``aggregation`` each column's function (``functions``, by column name), and for
+    both ``aggregation`` and ``partial-update`` whether a delete row removes the key."""
 
     engine: str = DEDUPLICATE
     sequence_field: str | None = None
     ignore_delete: bool = False
+    functions: tuple[tuple[str, FieldFunction], ...] = ()
+    remove_record_on_delete: bool = False
+
+    @property
+    def combines(self) -> bool:
+        """Whether merged rows combine the values of several rows (aggregation and
+        partial-update) rather than keep one of them."""
+        return self.engine in (AGGREGATION, PARTIAL_UPDATE)

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from shoal import features
 from shoal import options as O
+from shoal.core import merge_engine
 from shoal.core.kv import KeyValueLayout, MergeSettings
 from shoal.core.manifests import ManifestStore
 from shoal.core.partition import PartitionCodec
@@ -38,6 +39,8 @@ class FileStore:
         self.schema = schema
         self.options = Options(schema.options)
         features.require(schema.options, primary_key=self.is_primary_key, table=uri, scope="read")
+        if self.is_primary_key:
+            self.merge_settings  # noqa: B018 (an engine shoal does not implement is refused here)
         self.paths = PathFactory(root, data_file_prefix=self.options.get(O.DATA_FILE_PREFIX))
         self.snapshots = SnapshotManager(file_io, self.paths)
         self.schemas = SchemaManager(file_io, self.paths)
@@ -112,11 +115,7 @@ class FileStore:
 
     @cached_property
     def merge_settings(self) -> MergeSettings:
-        return MergeSettings(
-            engine=self.options.get(O.MERGE_ENGINE),
-            sequence_field=self.options.get(O.SEQUENCE_FIELD) or None,
-            ignore_delete=self.options.get(O.IGNORE_DELETE),
-        )
+        return merge_engine.merge_settings(self.schema, self.schema.options, self.uri)
 
     @property
     def max_level(self) -> int:

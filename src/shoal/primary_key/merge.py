@@ -8,7 +8,8 @@ wait for the next round. Memory holds one batch per run, whatever the bucket's s
 
 Merge engines: ``deduplicate`` keeps each key's row with the highest sequence
 (``sequence.field`` orders by that column first; ties go to the later write) and
-drops the key when that row is a delete; ``first-row`` keeps each key's first row.
+drops the key when that row is a delete; ``first-row`` keeps each key's first row;
+``aggregation`` and ``partial-update`` combine a key's rows into one (:mod:`engines`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from shoal.format import data_formats
 from shoal.format.evolution import FieldMapping, convert, same_fields
 from shoal.format.schema import TableSchema
 from shoal.io import FileIO, parallel_map
+from shoal.primary_key import engines
 from shoal.primary_key.levels import RunFile
 
 
@@ -191,11 +193,14 @@ def _winners_by_unique_sequence(
 
 
 def winners(rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings) -> pa.Table:
-    """Rows sorted by key, keeping each key's winning row under the merge engine.
+    """Rows sorted by key, keeping each key's winning row under the merge engine (or,
+    for the engines that combine rows, each key's combined row).
 
     Numeric keys sort in numpy (a lexicographic sort of plain arrays is about twice
     as fast as Arrow's multi-column sort); other keys sort in Arrow.
     """
+    if settings.combines:
+        return engines.combine(rows, layout, settings)
     keys = layout.key_columns
     newest_first = settings.engine != FIRST_ROW
     order_columns = list(keys)

@@ -22,8 +22,9 @@ from shoal.core import kv
 from shoal.core.kv import KeyValueLayout, MergeSettings
 from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
-from shoal.errors import SchemaMismatchError, UnsupportedFeatureError
+from shoal.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from shoal.format.snapshot import Snapshot
+from shoal.primary_key import engines
 from shoal.primary_key.merge import winners
 from shoal.write.bucket_index import BucketIndex
 from shoal.write.conform import conform, to_batches
@@ -103,7 +104,22 @@ class KeyValueWriter:
             if table.num_rows:
                 self._check_keys(table)
                 for key, rows in split_rows(self.store, table):
-                    self._buffers.setdefault(key, []).append((rows, self._kinds(rows, kind)))
+                    kinds = self._kinds(rows, kind)
+                    self._check_retractions(kinds)
+                    self._buffers.setdefault(key, []).append((rows, kinds))
+
+    def _check_retractions(self, kinds: np.ndarray) -> None:
+        """Refuse retractions (deletes, -U rows) that the table's merge engine cannot
+        merge (InvalidArgumentError, before anything is written)."""
+        if (
+            not self.settings.combines
+            or not ((kinds == kv.UPDATE_BEFORE) | (kinds == kv.DELETE)).any()
+        ):
+            return
+        reason = engines.retractable(self.settings)
+        if reason is not None:
+            raise InvalidArgumentError(f"{self.store.uri} cannot take deletes: {reason}")
+
 
     def _kinds(self, rows: pa.Table, kind: int) -> np.ndarray:
         """Each row's kind: ``kind``, or for an insert the ``rowkind.field`` column's

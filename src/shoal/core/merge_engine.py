@@ -1,0 +1,183 @@
+"""A primary-key table's merge engine read from its options: the engine, and for
+``aggregation`` each column's aggregate function.
+
+Every option of an engine is implemented as Paimon defines it or refused when the table
+opens: an aggregate function shoal does not implement (``collect``, ``merge_map``, the
+sketches and bitmaps), partial-update's sequence groups and its aggregate functions,
+per-column options shoal does not read. Paimon's function names and type rules are
+those of its ``FieldAggregatorFactory`` implementations (0.9 and 1.0 know the same set).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TypeVar
+
+from shoal import options as O
+from shoal.core.kv import AGGREGATION, PARTIAL_UPDATE, FieldFunction, MergeSettings
+from shoal.errors import InvalidOptionError, UnsupportedFeatureError
+from shoal.format import types as T
+from shoal.format.schema import TableSchema
+
+V = TypeVar("V")
+
+
+def for_field(option: O.Option[V], field: str) -> O.Option[V]:
+    """A per-column option (key with ``<field>``) for the column ``field``."""
+    return replace(option, key=option.key.replace(O.FIELD, field))
+
+
+_INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "INT", "BIGINT"}
+_FLOATS = {"FLOAT", "DOUBLE"}
+_ORDERED = (
+    _INTEGERS
+    | _FLOATS
+    | {"DECIMAL", "STRING", "VARCHAR", "CHAR", "BOOLEAN", "DATE", "TIME"}
+    | {"TIMESTAMP", "TIMESTAMP_LTZ", "TIMESTAMP WITH LOCAL TIME ZONE"}
+)
+
+# Aggregate functions shoal implements, with the column types each accepts (None: any).
+IMPLEMENTED: dict[str, set[str] | None] = {
+    "sum": _INTEGERS | _FLOATS,
+    "product": _INTEGERS | _FLOATS,
+    "max": _ORDERED,
+    "min": _ORDERED,
+    "last_value": None,
+    "last_non_null_value": None,
+    "first_value": None,
+    "first_non_null_value": None,
+    "listagg": {"STRING", "VARCHAR"},
+    "bool_and": {"BOOLEAN"},
+    "bool_or": {"BOOLEAN"},
+    "primary-key": None,
+}
+# Functions that accept retractions (-U, -D rows); the others need ignore-retract.
+RETRACTABLE = {"sum", "product", "last_value", "last_non_null_value", "primary-key"}
+# Paimon's functions that shoal does not implement (refused), and its legacy spelling.
+UNIMPLEMENTED = {
+    "collect",
+    "merge_map",
+    "merge_map_with_keytime",
+    "nested_update",
+    "nested_partial_update",
+    "hll_sketch",
+    "theta_sketch",
+    "rbm32",
+    "rbm64",
+}
+_ALIASES = {"first_not_null_value": "first_non_null_value"}
+# Per-column keys that shoal reads; any other fields.<f>.<x> on an aggregation or
+# partial-update table is one of Paimon's that shoal does not implement.
+_READ_SUFFIXES = (".aggregate-function", ".ignore-retract", ".list-agg-delimiter")
+
+
+def _root(t: T.DataType) -> str:
+    return t.root if isinstance(t, T.AtomicType) else type(t).__name__
+
+
+def _refuse(table: str, what: str, key: str) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(
+        f"table {table!r} uses {what} ({key}), which shoal does not implement, so it "
+        "cannot read or write the table without giving wrong results; read and write it "
+        "with Paimon's own engines",
+        feature=key,
+    )
+
+
+def merge_settings(schema: TableSchema, raw: Mapping[str, str], table: str) -> MergeSettings:
+    """The merge settings of a primary-key table with ``schema`` and options ``raw``.
+
+    Raises:
+        UnsupportedFeatureError: an engine option or aggregate function shoal does not
+            implement.
+        InvalidOptionError: a function Paimon does not know, or one applied to a column
+            type it does not take.
+    """
+    engine = O.MERGE_ENGINE.get(raw)
+    sequence_field = O.SEQUENCE_FIELD.get(raw) or None
+    ignore_delete = O.IGNORE_DELETE.get(raw)
+    if engine not in (AGGREGATION, PARTIAL_UPDATE):
+        return MergeSettings(engine, sequence_field, ignore_delete)
+    if O.DELETION_VECTORS_ENABLED.get(raw):
+        raise _refuse(table, f"deletion vectors with the {engine} merge engine", engine)
+    for key in raw:
+        if not key.startswith("fields.") or key == O.FIELDS_DEFAULT_AGGREGATE_FUNCTION.key:
+            continue
+        if not key.endswith(_READ_SUFFIXES) or O.field_option(key) is None:
+            raise _refuse(table, f"the per-column option {key!r}", key)
+        found = O.field_option(key)
+        if found is not None:
+            for_field(found[0], found[1]).get(raw)  # a bad value raises InvalidOptionError
+    if engine == PARTIAL_UPDATE:
+        return _partial_update(raw, table, sequence_field, ignore_delete)
+    functions = tuple(
+        (f.name, _function(f.name, f.type, schema, raw, sequence_field)) for f in schema.fields
+    )
+    remove = O.AGGREGATION_REMOVE_RECORD_ON_DELETE.get(raw)
+    if remove:
+        first = [n for n, f in functions if f.function.startswith("first_")]
+        if first:
+            raise _refuse(
+                table,
+                f"first_value or first_non_null_value (columns {first}) with "
+                "aggregation.remove-record-on-delete",
+                O.AGGREGATION_REMOVE_RECORD_ON_DELETE.key,
+            )
+    return MergeSettings(engine, sequence_field, ignore_delete, functions, remove)
+
+
+def _partial_update(
+    raw: Mapping[str, str], table: str, sequence_field: str | None, ignore_delete: bool
+) -> MergeSettings:
+    for key in raw:
+        if key == O.FIELDS_DEFAULT_AGGREGATE_FUNCTION.key or key.endswith(".aggregate-function"):
+            raise _refuse(table, "aggregate functions in a partial-update table", key)
+        if key == "partial-update.remove-record-on-sequence-group":
+            raise _refuse(table, "partial-update sequence groups", key)
+    # Paimon 0.9 and 1.0 read the older spelling of ignore-delete too.
+    legacy = raw.get("partial-update.ignore-delete", "").strip().lower() == "true"
+    remove = O.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.get(raw)
+    return MergeSettings(PARTIAL_UPDATE, sequence_field, ignore_delete or legacy, (), remove)
+
+
+def _function(
+    name: str,
+    dtype: T.DataType,
+    schema: TableSchema,
+    raw: Mapping[str, str],
+    sequence_field: str | None,
+) -> FieldFunction:
+    """Column ``name``'s function, as Paimon's AggregateMergeFunction picks it: the
+    sequence field keeps its last value, primary-key columns their key, the others
+    their own function, the default function, or last_non_null_value."""
+    key = for_field(O.FIELDS_AGGREGATE_FUNCTION, name).key
+    ignore = for_field(O.FIELDS_IGNORE_RETRACT, name).get(raw)
+    delimiter = for_field(O.FIELDS_LIST_AGG_DELIMITER, name).get(raw)
+    if name == sequence_field:
+        return FieldFunction("last_value", ignore, delimiter)
+    if name in schema.primary_keys:
+        return FieldFunction("primary-key", ignore, delimiter)
+    function = raw.get(key, "").strip() or O.FIELDS_DEFAULT_AGGREGATE_FUNCTION.get(raw).strip()
+    if not raw.get(key, "").strip() and function:
+        key = O.FIELDS_DEFAULT_AGGREGATE_FUNCTION.key
+    function = _ALIASES.get(function, function or "last_non_null_value")
+    if function in UNIMPLEMENTED:
+        raise UnsupportedFeatureError(
+            f"column {name!r} aggregates with {function} ({key}), which shoal does not "
+            "implement; read and write the table with Paimon's own engines",
+            feature=key,
+        )
+    if function not in IMPLEMENTED:
+        raise InvalidOptionError(key, function, "not an aggregate function Paimon knows")
+    accepted = IMPLEMENTED[function]
+    root = _root(dtype)
+    if accepted is not None and root not in accepted:
+        if function in ("sum", "product") and root == "DECIMAL":
+            raise UnsupportedFeatureError(
+                f"column {name!r} aggregates DECIMAL values with {function} ({key}), which "
+                "shoal does not implement",
+                feature=key,
+            )
+        raise InvalidOptionError(key, function, f"{function} does not take {root} column {name!r}")
+    return FieldFunction(function, ignore, delimiter)
