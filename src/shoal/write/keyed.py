@@ -120,7 +120,6 @@ class KeyValueWriter:
         if reason is not None:
             raise InvalidArgumentError(f"{self.store.uri} cannot take deletes: {reason}")
 
-
     def _kinds(self, rows: pa.Table, kind: int) -> np.ndarray:
         """Each row's kind: ``kind``, or for an insert the ``rowkind.field`` column's
         ``+I``/``-U``/``+U``/``-D`` when the table names one."""
