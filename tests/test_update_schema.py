@@ -97,7 +97,7 @@ def test_an_exception_in_the_block_or_no_change_writes_nothing(
         (lambda u: u.drop_column("missing"), InvalidArgumentError),
         (lambda u: u.update_column_type("value", pa.date32()), SchemaMismatchError),
         (lambda u: u.update_column_type("name", pa.list_(pa.string())), UnsupportedFeatureError),
-        (lambda u: u.set_option("deletion-vectors.enabled", "true"), UnsupportedFeatureError),
+        (lambda u: u.set_option("deletion-vectors.merge-on-read", "true"), UnsupportedFeatureError),
         (lambda u: u.set_option("bucket", "2"), InvalidOptionError),
         (lambda u: u.set_option("snapshot.num-retained.max", "x"), InvalidOptionError),
         (lambda u: u.update_comment(3), InvalidArgumentError),

@@ -36,10 +36,10 @@ def table_path(warehouse: Path, name: str) -> str:
     return str(warehouse / "db.db" / name)
 
 
-def test_deletion_vectors_are_read_and_writes_refused(java: JavaPaimon, tmp_path: Path) -> None:
+def test_deletion_vectors_are_read_and_written(java: JavaPaimon, tmp_path: Path) -> None:
     """Java writes two rows, updates one and deletes the other; the stale version and the
     deleted row stay in the data files, masked by deletion vectors, which shoal applies
-    (test_java_deletion_vectors); it writes no vectors yet, so writes are refused."""
+    (test_java_deletion_vectors); shoal's own write keeps them, and Java reads it."""
     (seen,) = java.run(
         tmp_path,
         [
@@ -57,9 +57,14 @@ def test_deletion_vectors_are_read_and_writes_refused(java: JavaPaimon, tmp_path
     assert seen.to_pylist() == [{"id": 1, "name": "a2"}]
     table = shoal.open_table(table_path(tmp_path, "dv"))
     assert table.to_arrow().to_pylist() == seen.to_pylist()
-    with pytest.raises(shoal.UnsupportedFeatureError, match="deletion vectors") as info:
-        table.upsert(rows([3], ["c"]))
-    assert info.value.feature == "deletion-vectors.enabled"
+    table.upsert(rows([3, 1], ["c", "a3"]))
+    (after,) = java.run(tmp_path, [jp.read("db.dv")])
+    assert sorted_by_id(after) == sorted_by_id(table.to_arrow())
+    assert sorted_by_id(after) == [{"id": 1, "name": "a3"}, {"id": 3, "name": "c"}]
+
+
+def sorted_by_id(t: pa.Table) -> list[dict[str, object]]:
+    return sorted(t.to_pylist(), key=lambda r: r["id"])
 
 
 def test_default_primary_key_tables_use_dynamic_buckets_and_are_read(
@@ -81,8 +86,10 @@ def test_default_primary_key_tables_use_dynamic_buckets_and_are_read(
     assert table.to_arrow().sort_by("id").to_pylist() == seen.sort_by("id").to_pylist()
 
 
-def test_orc_files_and_merge_engines_are_refused(java: JavaPaimon, tmp_path: Path) -> None:
-    java.run(
+def test_orc_files_and_partial_updates_are_read_as_java_reads_them(
+    java: JavaPaimon, tmp_path: Path
+) -> None:
+    seen = java.run(
         tmp_path,
         [
             jp.create_table("db.orc", SCHEMA, options={"file.format": "orc"}),
@@ -94,12 +101,14 @@ def test_orc_files_and_merge_engines_are_refused(java: JavaPaimon, tmp_path: Pat
                 options={"bucket": "1", "merge-engine": "partial-update"},
             ),
             jp.write("db.pu", rows([1], ["a"])),
+            jp.write("db.pu", rows([1], [None])),
+            jp.read("db.orc"),
+            jp.read("db.pu"),
         ],
-    )
-    with pytest.raises(shoal.UnsupportedFeatureError, match="orc data files"):
-        shoal.open_table(table_path(tmp_path, "orc"))
-    with pytest.raises(shoal.UnsupportedFeatureError, match="partial-update merge engine"):
-        shoal.open_table(table_path(tmp_path, "pu"))
+    )[-2:]
+    for name, expected in zip(("orc", "pu"), seen, strict=True):
+        read = shoal.open_table(table_path(tmp_path, name)).to_arrow()
+        assert read.to_pylist() == expected.to_pylist() == [{"id": 1, "name": "a"}]
 
 
 def test_a_changelog_table_is_read_but_not_written(java: JavaPaimon, tmp_path: Path) -> None:
