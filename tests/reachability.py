@@ -53,6 +53,28 @@ def reachable(table: shoal.Table) -> set[str]:
         out.update(store.paths.manifest_path(m.file_name) for m in metas)
         out.add(store.paths.manifest_path(snapshot.base_manifest_list))
         out.add(store.paths.manifest_path(snapshot.delta_manifest_list))
+        out.update(changelog_files_of(store, snapshot))
+    return out
+
+
+def changelog_files_of(store: FileStore, snapshot: Snapshot) -> set[str]:
+    """Paths of the snapshot's changelog manifest list, its manifests and the changelog
+    files they add. A tag's changelog files go when its snapshot expires (as Paimon
+    expires them; its manifests stay with the tag), so only a snapshot still there
+    reaches them."""
+    name = snapshot.changelog_manifest_list
+    if not name:
+        return set()
+    out = {store.paths.manifest_path(name)}
+    metas = store.manifests.read_list(name)
+    out.update(store.paths.manifest_path(m.file_name) for m in metas)
+    found = store.snapshots.find(snapshot.id)
+    if found is None or found.changelog_manifest_list != name:
+        return out  # expired (or restored from its tag without its changelog)
+    for part in store.manifests.read_manifests(metas):
+        for entry in part:
+            partition = store.partitions.path(entry.partition)
+            out.add(data_file_path(store.paths.bucket_dir(partition, entry.bucket), entry.file))
     return out
 
 

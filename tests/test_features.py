@@ -95,7 +95,7 @@ def test_a_hudi_key_names_its_shoal_equivalent(catalog: shoal.Catalog) -> None:
     [
         {"deletion-vectors.merge-on-read": "true"},
         {"sink.parallelism": "4"},
-        {"changelog-producer": "input"},
+        {"changelog-producer": "lookup"},
         {"fields.value.sequence-group": "id"},
         {"file.format": "lance"},
     ],
@@ -277,7 +277,7 @@ def test_a_table_with_a_changelog_producer_reads_but_refuses_writes(
         "db.t", EVENTS_SCHEMA, primary_keys=["dt", "id"], options={"bucket": "2"}
     )
     table.upsert(events(range(3)))
-    opened = shoal.open_table(_with_options(table, {"changelog-producer": "input"}))
+    opened = shoal.open_table(_with_options(table, {"changelog-producer": "lookup"}))
     assert opened.to_arrow().num_rows == 3
     before = sorted(p.name for p in Path(table.path).rglob("*") if p.is_file())
     for write in (opened.upsert, opened.append):

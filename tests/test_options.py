@@ -136,6 +136,7 @@ DECLARED_KEYS = {
     "SEQUENCE_FIELD": "sequence.field",
     "IGNORE_DELETE": "ignore-delete",
     "ROWKIND_FIELD": "rowkind.field",
+    "CHANGELOG_PRODUCER": "changelog-producer",
     "WRITE_ONLY": "write-only",
     "DELETION_VECTORS_ENABLED": "deletion-vectors.enabled",
     "DELETION_VECTORS_MODIFIABLE": "deletion-vectors.modifiable",

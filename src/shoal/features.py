@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from shoal import option_keys as K
 from shoal import options as O
@@ -74,6 +74,15 @@ def _per_level_formats(value: str, _: bool) -> bool:
     writes only."""
     pairs = [p.split(":", 1) for p in value.split(",") if p.strip()]
     return all(len(p) == 2 and p[1].strip().lower() in _FORMATS for p in pairs)
+
+
+def _changelog_producer(value: str, primary_key: bool) -> bool:
+    """No changelog, or the input as changelog on a primary-key table (Paimon refuses a
+    changelog producer on an append table). The lookup and full-compaction producers
+    would need compactions that write the changelog Paimon's write, which shoal's do
+    not: a table with them is read, never written."""
+    value = value.strip().lower()
+    return value == "none" or (value == "input" and primary_key)
 
 
 def _named(text: str) -> Callable[[str], str]:
@@ -163,7 +172,24 @@ FEATURES: tuple[Feature, ...] = (
         "default",
     ),
     Feature(
-        "changelog-producer", _named("the {value} changelog producer"), _is("none"), "write", "none"
+        "changelog-producer",
+        _named("the {value} changelog producer"),
+        _changelog_producer,
+        "write",
+        "none",
+    ),
+    Feature(
+        "changelog-file.prefix",
+        _named("changelog files named {value}*"),
+        _is("changelog-"),
+        "write",
+        "changelog-",
+    ),
+    Feature(
+        "changelog-file.format",
+        _named("{value} changelog files"),
+        lambda value, _: value.strip().lower() in ("", "parquet"),
+        "write",
     ),
     Feature(
         "bucket-function.type",
@@ -182,12 +208,41 @@ _ARGUMENTS = {
 }
 
 
+_CHANGELOG_RETENTION = (
+    ("changelog.num-retained.min", O.SNAPSHOT_NUM_RETAINED_MIN, int),
+    ("changelog.num-retained.max", O.SNAPSHOT_NUM_RETAINED_MAX, int),
+    ("changelog.time-retained", O.SNAPSHOT_TIME_RETAINED, O.parse_duration),
+)
+
+
+def decoupled_changelog(options: Mapping[str, str]) -> tuple[Feature, str] | None:
+    """The option that makes changelogs outlive their snapshots (Paimon's decoupled
+    changelog lifecycle: a ``changelog.*`` retention above its snapshot counterpart),
+    with its value; None when changelogs expire with their snapshots, the one lifecycle
+    shoal implements (a changelog retention at or below the snapshot one changes
+    nothing then).
+
+    Raises InvalidOptionError for a value that does not parse."""
+    for key, snapshot_option, parse in _CHANGELOG_RETENTION:
+        text = options.get(key)
+        if text is None:
+            continue
+        try:
+            value: Any = parse(text)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise InvalidOptionError(key, text, str(exc)) from None
+        if value > snapshot_option.get(options):
+            what = _named("changelogs kept longer than their snapshots ({value})")
+            return Feature(key, what, lambda _v, _pk: False, "write"), text
+    return None
+
+
 def unimplemented(
     options: Mapping[str, str], *, primary_key: bool, scope: Scope = "write"
 ) -> list[tuple[Feature, str]]:
     """The features ``options`` switch on that shoal does not implement, with their
     values: those that block reading, or with ``scope="write"`` also those that block
-    writing."""
+    writing (and expiration, for a changelog that outlives its snapshots)."""
     found = []
     for feature in FEATURES:
         if scope == "read" and feature.scope == "write":
@@ -195,6 +250,10 @@ def unimplemented(
         value = str(options.get(feature.key, feature.default))
         if not feature.implemented(value, primary_key):
             found.append((feature, value))
+    if scope == "write":
+        decoupled = decoupled_changelog(options)
+        if decoupled is not None:
+            found.append(decoupled)
     return found
 
 
@@ -237,6 +296,14 @@ def check_new_options(options: Mapping[str, str], *, primary_key: bool) -> None:
             feature=feature.key,
         )
     O.validate(options)
+    producer = O.CHANGELOG_PRODUCER.get(options)
+    if producer not in ("none", "lookup") and O.MERGE_ENGINE.get(options) == "first-row":
+        raise InvalidOptionError(
+            O.CHANGELOG_PRODUCER.key,
+            producer,
+            "the first-row merge engine takes only the none and lookup changelog producers "
+            "(Paimon refuses the others too)",
+        )
 
 
 def check_option_keys(options: Mapping[str, str]) -> None:

@@ -425,6 +425,15 @@ ROWKIND_FIELD = _declare(
         "A string column whose +I, -U, +U or -D gives each written row's kind.",
     )
 )
+CHANGELOG_PRODUCER = _declare(
+    Option(
+        "changelog-producer",
+        _parse_str,
+        "none",
+        "none, or input: writes add their rows as changelog (lookup, full-compaction: read).",
+        _one_of("none", "input", "lookup", "full-compaction"),
+    )
+)
 WRITE_ONLY = _declare(
     Option(
         "write-only",

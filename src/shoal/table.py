@@ -37,7 +37,7 @@ from shoal.format.tag import Tag
 from shoal.io import FileIO, file_io_for
 from shoal.options import parse_duration
 from shoal.read.files import read_merged, read_table
-from shoal.read.incremental import keyed_diff, plan_incremental
+from shoal.read.incremental import ScanMode, keyed_diff, plan_incremental, read_changelog
 from shoal.read.system_tables import NEEDS_SNAPSHOT, system_table
 from shoal.scan import Scan, read_schema
 from shoal.transaction import Transaction, merge_new_columns, partition_scope
@@ -497,18 +497,42 @@ class Table:
         *,
         columns: Sequence[str] | None = None,
         filter: Any = None,
+        scan_mode: ScanMode = "auto",
+        row_kind: bool = False,
     ) -> pa.Table:
         """Rows committed after ``start`` up to ``end``.
 
-        Two snapshot ids read the delta of the APPEND commits in ``(start, end]``; two
-        tag names read the difference of the tags' data (files live at ``end`` that
-        were not at ``start``). On a primary-key table the delta is merged by key: each
-        key's latest row written in the range (deletes drop the key); the difference
-        of two tags is the rows of ``end`` that are new or changed since ``start``.
+        Two tag names read the difference of the tags' data (files live at ``end``
+        that were not at ``start``; on a primary-key table the rows of ``end`` that
+        are new or changed since ``start``). Two snapshot ids read the range
+        ``(start, end]`` by ``scan_mode`` (Paimon's ``incremental-between-scan-mode``):
+
+        - ``delta``: the files the APPEND commits of the range added, merged by key on
+          a primary-key table (each key's latest row written in the range; deletes
+          drop the key);
+        - ``changelog``: the changelog files of the range's snapshots (a table with
+          ``changelog-producer``): every row with its kind, in commit order, as a
+          streaming reader sees them. With ``row_kind`` a first column ``rowkind``
+          holds the kinds (``+I``, ``-U``, ``+U``, ``-D``, as Paimon's ``audit_log``);
+          without it the retractions are left out, as a batch read leaves them out;
+        - ``diff``: the difference of the two snapshots' data, as of two tags;
+        - ``auto`` (the default): ``changelog`` when the table has a changelog
+          producer, else ``delta``.
+
+        Raises:
+            InvalidArgumentError: a range backwards, an unknown scan mode, or
+                ``row_kind`` for a read that is not of the changelog.
         """
         store = self._store
         dnf = P.parse_filter(filter, {f.name: f.type for f in store.schema.fields})
-        plan = plan_incremental(store, start, end)
+        plan = plan_incremental(store, start, end, scan_mode)
+        if row_kind and plan.changelog is None:
+            raise InvalidArgumentError(
+                "row kinds come with a read of the changelog: give two snapshot ids and "
+                "scan_mode 'changelog' (or 'auto' on a table with a changelog producer)"
+            )
+        if plan.changelog is not None:
+            return read_changelog(store, plan.changelog, columns, dnf, row_kind=row_kind)
         if plan.diff is not None:
             rows = keyed_diff(store, *plan.diff, None)
             if dnf is not None:

@@ -101,7 +101,7 @@ class Transaction:
         store = self.store
         self.validate()
         if store.is_primary_key:
-            keyed = KeyValueWriter(store, store.merge_settings)
+            keyed = KeyValueWriter(store, store.merge_settings, changelog=overwrite is None)
             keyed.write(data, kind)
             buckets = keyed.buckets
 

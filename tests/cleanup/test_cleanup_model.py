@@ -99,7 +99,7 @@ class CleanupModel(RuleBasedStateMachine):
         if unlifted is None:
             unlifted = self.snapshots[max(self.snapshots)] if self.snapshots else []
         for snapshot in new:
-            lifted = snapshot is new[-1] or not self.options
+            lifted = snapshot is new[-1] or "deletion-vectors.enabled" not in self.options
             self.snapshots[snapshot.id] = list(self.current if lifted else unlifted)
             if not lifted:
                 self.unlifted.add(snapshot.id)
@@ -264,6 +264,13 @@ class DeletionVectorCleanupModel(CleanupModel):
     options = {"deletion-vectors.enabled": "true"}
 
 
+class ChangelogCleanupModel(CleanupModel):
+    """Writes also add their input as changelog files: every retained snapshot's stay."""
+
+    primary_key = True
+    options = {"changelog-producer": "input"}  # noqa: RUF012
+
+
 _SETTINGS = settings(
     max_examples=25,
     stateful_step_count=25,
@@ -276,3 +283,5 @@ TestPrimaryKeyTableCleanup = PrimaryKeyCleanupModel.TestCase
 TestPrimaryKeyTableCleanup.settings = _SETTINGS
 TestDeletionVectorTableCleanup = DeletionVectorCleanupModel.TestCase
 TestDeletionVectorTableCleanup.settings = _SETTINGS
+TestChangelogTableCleanup = ChangelogCleanupModel.TestCase
+TestChangelogTableCleanup.settings = settings(_SETTINGS, max_examples=15)

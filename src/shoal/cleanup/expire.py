@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
+from shoal import features
 from shoal import options as O
 from shoal.cleanup.auto_tags import expire_tags
 from shoal.cleanup.clock import epoch_millis
@@ -70,6 +71,7 @@ from shoal.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
     SnapshotNotFoundError,
+    UnsupportedFeatureError,
 )
 from shoal.format import manifest as M
 from shoal.format.manifest import ManifestEntry
@@ -177,7 +179,22 @@ def expire_snapshots(
 def run_expiration(
     store: FileStore, config: ExpireConfig, *, delete: BulkDelete | None = None
 ) -> ExpireResult:
-    """Expire the snapshots ``config`` lets go (see the module docstring)."""
+    """Expire the snapshots ``config`` lets go (see the module docstring).
+
+    Raises:
+        UnsupportedFeatureError: the table keeps changelogs longer than snapshots
+            (Paimon's decoupled changelog lifecycle, which shoal does not implement:
+            expiring as if it were coupled would delete changelog files Paimon keeps).
+    """
+    decoupled = features.decoupled_changelog(store.schema.options)
+    if decoupled is not None:
+        feature, value = decoupled
+        raise UnsupportedFeatureError(
+            f"table {store.uri!r} keeps changelogs longer than snapshots ({feature.key} = "
+            f"{value!r}), which shoal's expiration does not implement; expire it with "
+            "Paimon's own engines, or give the changelog the snapshot retention",
+            feature=feature.key,
+        )
     snapshots = store.snapshots
     latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
     if latest is None or earliest is None:

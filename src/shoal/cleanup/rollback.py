@@ -13,6 +13,7 @@ reaches them, orphan cleanup removes them. Run it while no writer commits to the
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from shoal.core.snapshot_manager import EARLIEST, LATEST
 from shoal.core.store import FileStore
@@ -33,9 +34,17 @@ def rollback(
     if tag is not None:
         target = tags.get(tag)[1]
         if not snapshots.exists(target.id):
-            # The tagged snapshot expired: the tag file restores it.
+            # The tagged snapshot expired: the tag file restores it, without its
+            # changelog, whose files expired with the snapshot (a streaming reader
+            # would fail on them).
+            restored = replace(
+                target,
+                changelog_manifest_list=None,
+                changelog_manifest_list_size=None,
+                changelog_record_count=None,
+            )
             store.file_io.try_create(
-                store.paths.snapshot_path(target.id), target.to_json().encode()
+                store.paths.snapshot_path(target.id), restored.to_json().encode()
             )
     else:
         assert snapshot_id is not None

@@ -56,7 +56,7 @@ def delete_tag(store: FileStore, name: str) -> Tag:
             doomed = (
                 _unreferenced(store, snapshot, _neighbours(store, snapshot, others))
                 if sole_holder
-                else ([], [])
+                else ([], _restored_changelog(store, snapshot, others))
             )
             break
         except (CorruptMetadataError, SnapshotNotFoundError):
@@ -77,6 +77,23 @@ def delete_tag(store: FileStore, name: str) -> Tag:
             len(metadata_files),
         )
     return tag
+
+
+def _restored_changelog(
+    store: FileStore, snapshot: Snapshot, others: list[tuple[Tag, Snapshot]]
+) -> list[str]:
+    """The changelog manifests of a tag whose snapshot a rollback restored without
+    them (its changelog files had expired): no snapshot names them, and once no tag
+    does either they go with the tag."""
+    name = snapshot.changelog_manifest_list
+    if not name or any(t.snapshot_id == snapshot.id for t, _ in others):
+        return []
+    restored = store.snapshots.find(snapshot.id)
+    if restored is None or restored.changelog_manifest_list == name:
+        return []
+    metas = store.manifests.read_list(name)
+    paths = store.paths
+    return [*(paths.manifest_path(m.file_name) for m in metas), paths.manifest_path(name)]
 
 
 def _neighbours(
@@ -121,6 +138,12 @@ def _unreferenced(
         if m.file_name not in kept_manifests
     ]
     lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
+    if snapshot.changelog_manifest_list:
+        # The tagged snapshot's own changelog list (no other snapshot names it); its
+        # changelog files went when the snapshot expired, as Paimon expires them.
+        changelog = store.manifests.read_list(snapshot.changelog_manifest_list)
+        manifests += [m.file_name for m in changelog if m.file_name not in kept_manifests]
+        lists.append(snapshot.changelog_manifest_list)
     if index.manifest and index.manifest not in kept_index:
         lists.append(index.manifest)
     index_files = index_file_paths(store, set(index.files) - kept_index)

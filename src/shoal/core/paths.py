@@ -18,6 +18,7 @@ TAG_PREFIX = "tag-"
 MANIFEST_PREFIX = "manifest-"
 MANIFEST_LIST_PREFIX = "manifest-list-"
 BUCKET_PREFIX = "bucket-"
+CHANGELOG_FILE_PREFIX = "changelog-"
 
 # Characters Hive-style partition paths escape as %XX (as Paimon and Hive do).
 _ESCAPED = frozenset("\"#%'*/:=?\\\x7f{[]^") | frozenset(chr(c) for c in range(32))
@@ -104,6 +105,11 @@ class PathFactory:
 
     def new_data_file_name(self) -> str:
         return f"{self._data_prefix}{self._uuid}-{self._next()}.{self._format}"
+
+    def new_changelog_file_name(self) -> str:
+        """A changelog file's name (Paimon's default ``changelog-file.prefix``; the
+        format is the data files')."""
+        return f"{CHANGELOG_FILE_PREFIX}{self._uuid}-{self._next()}.{self._format}"
 
     # --- data --------------------------------------------------------------------------------
     def bucket_dir(self, partition_path: str, bucket: int) -> str:

@@ -42,40 +42,91 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from shoal import options as O
 from shoal.core import deletion_vectors as DVS
+from shoal.core import kv
+from shoal.core import predicate as P
+from shoal.core.paths import data_file_path
 from shoal.core.plan import DataSplit, live_entries, make_splits
 from shoal.core.store import FileStore
 from shoal.errors import InvalidArgumentError, UnsupportedFeatureError
 from shoal.format import manifest as M
 from shoal.format.manifest import ManifestEntry
 from shoal.format.snapshot import CommitKind, Snapshot
+from shoal.io import parallel_map
+from shoal.primary_key.levels import RunFile
+from shoal.primary_key.merge import BucketMerger
 from shoal.read.files import read_merged, read_table
+
+ScanMode = Literal["auto", "delta", "changelog", "diff"]
+SCAN_MODES: tuple[str, ...] = ("auto", "delta", "changelog", "diff")
+ROW_KIND = "rowkind"
+"""The column of row kinds (``+I``, ``-U``, ``+U``, ``-D``) a changelog read adds, named
+as in Paimon's ``audit_log`` system table."""
+_KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
 
 
 @dataclass(frozen=True, slots=True)
 class IncrementalPlan:
     """What an incremental read reads: ``splits`` (merged by key on a primary-key
     table), or, for the difference of two tags on a primary-key table, the two
-    snapshots ``diff`` whose rows :func:`keyed_diff` compares."""
+    snapshots ``diff`` whose rows :func:`keyed_diff` compares, or the ``changelog``
+    files of the range, in commit order (:func:`read_changelog`)."""
 
     splits: list[DataSplit]
     diff: tuple[Snapshot, Snapshot] | None = None
+    changelog: tuple[ManifestEntry, ...] | None = None
 
 
-def plan_incremental(store: FileStore, start: int | str, end: int | str) -> IncrementalPlan:
-    """The read of what was committed after ``start`` up to ``end``: two snapshot ids
-    (the delta of the APPEND commits in ``(start, end]``) or two tag names (the
-    difference of the tags' data).
+def resolve_mode(store: FileStore, mode: str) -> str:
+    """The scan mode ``mode`` means on this table: ``auto`` is ``changelog`` when the
+    table has a changelog producer, else ``delta`` (Paimon's
+    ``incremental-between-scan-mode``).
 
     Raises:
-        InvalidArgumentError: a snapshot id and a tag name mixed, or a range backwards.
+        InvalidArgumentError: a mode that is none of ``SCAN_MODES``.
+    """
+    if mode not in SCAN_MODES:
+        raise InvalidArgumentError(
+            f"scan mode {mode!r} is none of {', '.join(SCAN_MODES)} "
+            "(Paimon's incremental-between-scan-mode)"
+        )
+    if mode != "auto":
+        return mode
+    return "delta" if store.options.get(O.CHANGELOG_PRODUCER) == "none" else "changelog"
+
+
+def plan_incremental(
+    store: FileStore, start: int | str, end: int | str, mode: str = "auto"
+) -> IncrementalPlan:
+    """The read of what was committed after ``start`` up to ``end``: two snapshot ids
+    (by ``mode``: the delta of the APPEND commits in ``(start, end]``, the changelog
+    files of its snapshots, or the difference of the two snapshots' data) or two tag
+    names (the difference of the tags' data).
+
+    Raises:
+        InvalidArgumentError: a snapshot id and a tag name mixed, a range backwards, or
+            an unknown mode.
         SnapshotNotFoundError, TagNotFoundError: a point of the range is not there.
     """
+    mode = resolve_mode(store, mode)
+    if isinstance(start, int) and isinstance(end, int) and mode != "delta":
+        if mode == "changelog":
+            return IncrementalPlan([], changelog=tuple(changelog_entries(store, start, end)))
+        if end < start:
+            raise InvalidArgumentError(f"incremental range ({start}, {end}] runs backwards")
+        pair = (store.snapshots.snapshot(start), store.snapshots.snapshot(end))
+        if store.is_primary_key:
+            return IncrementalPlan([], diff=pair)
+        _deletion_vectors(store, start, end)
+        entries = diff_entries(store, *pair)
+        return IncrementalPlan(make_splits(store, end, entries, whole_buckets=False))
     vectors = _deletion_vectors(store, start, end)
     if isinstance(start, str) and isinstance(end, str):
         start_snapshot, end_snapshot = store.tags.get(start)[1], store.tags.get(end)[1]
@@ -157,6 +208,72 @@ def delta_entries(store: FileStore, start: int, end: int) -> list[ManifestEntry]
         for part in store.manifests.read_manifests(metas):
             entries.extend(e for e in part if e.kind == M.KIND_ADD)
     return entries
+
+
+def changelog_entries(store: FileStore, start: int, end: int) -> list[ManifestEntry]:
+    """The changelog files of the snapshots after ``start`` up to ``end`` (ADD entries
+    of their changelog manifest lists), in commit order; snapshots without a changelog
+    (compactions, overwrites, tables without a changelog producer) add none.
+
+    Raises SnapshotNotFoundError when a snapshot of the range has expired.
+    """
+    if end < start:
+        raise InvalidArgumentError(f"incremental range ({start}, {end}] runs backwards")
+    entries: list[ManifestEntry] = []
+    for snapshot_id in range(start + 1, end + 1):
+        snapshot = store.snapshots.snapshot(snapshot_id)
+        if not snapshot.changelog_manifest_list:
+            continue
+        metas = store.manifests.read_list(snapshot.changelog_manifest_list)
+        for part in store.manifests.read_manifests(metas):
+            entries.extend(e for e in part if e.kind == M.KIND_ADD)
+    return entries
+
+
+def read_changelog(
+    store: FileStore,
+    entries: Sequence[ManifestEntry],
+    columns: Sequence[str] | None,
+    dnf: P.Dnf | None,
+    *,
+    row_kind: bool,
+) -> pa.Table:
+    """The rows of changelog files, each file's rows in its order, files in the order
+    given: every row with its kind, as a streaming reader of the table sees them
+    snapshot by snapshot. With ``row_kind`` a first column ``rowkind`` holds each row's
+    kind (Paimon's ``audit_log``); without it the retractions (``-U``, ``-D``) are left
+    out, as a batch read leaves them out. Files written under an older schema are read
+    by field id as the table's current schema."""
+    merger = BucketMerger(
+        store.file_io,
+        store.layout,
+        store.merge_settings,
+        keep_system=True,
+        drop_deletes=False,
+        schemas=store.schema_of,
+    )
+
+    def read(entry: ManifestEntry) -> pa.Table:
+        bucket = store.paths.bucket_dir(store.partitions.path(entry.partition), entry.bucket)
+        whole = np.arange(entry.file.row_count)
+        return merger.rows_at(
+            RunFile(data_file_path(bucket, entry.file), entry.file.schema_id), whole
+        )
+
+    schema = store.schema.arrow_schema()
+    tables = parallel_map(read, list(entries)) if entries else []
+    rows = pa.concat_tables(tables) if tables else merger.read_schema.empty_table()
+    rows = rows.select([*schema.names, kv.VALUE_KIND])
+    if dnf is not None:
+        rows = rows.filter(P.to_expression(dnf))
+    if not row_kind:
+        rows = rows.filter(pc.invert(kv.is_retract(rows.column(kv.VALUE_KIND))))
+    names = list(columns) if columns is not None else schema.names
+    out = rows.select(names)
+    if row_kind:
+        kinds = pc.cast(rows.column(kv.VALUE_KIND), pa.int32())
+        out = out.add_column(0, ROW_KIND, pc.take(_KIND_NAMES, kinds))
+    return out
 
 
 def diff_entries(store: FileStore, start: Snapshot, end: Snapshot) -> list[ManifestEntry]:

@@ -33,11 +33,11 @@ from shoal.core import filter_text
 from shoal.core import predicate as P
 from shoal.core.plan import DataSplit
 from shoal.core.store import FileStore
-from shoal.errors import SchemaMismatchError
+from shoal.errors import SchemaMismatchError, UnsupportedFeatureError
 from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
 from shoal.read.files import merged_batches, read_batches
-from shoal.read.incremental import keyed_diff, plan_incremental
+from shoal.read.incremental import keyed_diff, plan_incremental, resolve_mode
 from shoal.scan import Scan
 from shoal.spark.source_options import SourceOptions, open_store
 from shoal.spark.types import arrow_target, exact_batch
@@ -164,6 +164,15 @@ class ShoalReader(DataSourceReader):
             )
             splits = scan.plan()
         else:
+            start = incremental[0]
+            if isinstance(start, int) and resolve_mode(store, "auto") == "changelog":
+                # Paimon's incremental-between reads the changelog of such a table.
+                raise UnsupportedFeatureError(
+                    f"table {store.uri!r} has a changelog producer, so incremental-between "
+                    "reads its changelog, which the Spark source does not read yet; use "
+                    "shoal's Table.incremental",
+                    feature="changelog-producer",
+                )
             plan = plan_incremental(store, *incremental)
             if plan.diff is not None:
                 return [ShoalPartition(0, diff=plan.diff)]

@@ -132,6 +132,7 @@ class FileStoreCommit:
         changes = _entries_of(messages)
         if (
             not changes
+            and not any(m.changelog_files for m in messages)
             and not request.index_changes
             and not any(m.new_index_files or m.deleted_index_files for m in messages)
             and overwrite is None
@@ -354,6 +355,15 @@ class FileStoreCommit:
         base_name, base_size = store.manifests.write_list(merged.metas)
         delta_name, delta_size = store.manifests.write_list(delta_metas)
         written.extend([base_name, delta_name])
+        changelog_name, changelog_size, changelog_records = None, None, None
+        changelog = [] if request.overwrite is not None else _changelog_entries_of(request.messages)
+        if changelog:
+            # Paimon commits no changelog with an overwrite; its files stay unreferenced.
+            changelog_metas = store.manifests.write_manifests(changelog)
+            written.extend(m.file_name for m in changelog_metas)
+            changelog_name, changelog_size = store.manifests.write_list(changelog_metas)
+            written.append(changelog_name)
+            changelog_records = sum(e.file.row_count for e in changelog)
         delta_records = sum(
             e.file.row_count if e.kind == M.KIND_ADD else -e.file.row_count for e in entries
         )
@@ -375,6 +385,9 @@ class FileStoreCommit:
             commit_identifier=BATCH_COMMIT_IDENTIFIER,
             base_manifest_list_size=base_size,
             delta_manifest_list_size=delta_size,
+            changelog_manifest_list=changelog_name,
+            changelog_manifest_list_size=changelog_size,
+            changelog_record_count=changelog_records,
             index_manifest=index_manifest,
         )
         return _Attempt(snapshot, written)
@@ -407,6 +420,15 @@ def _entries_of(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
             for f in m.new_files
         )
     return entries
+
+
+def _changelog_entries_of(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
+    """The changelog files of the messages, as ADD entries of the changelog manifest."""
+    return [
+        ManifestEntry(M.KIND_ADD, m.partition, m.bucket, m.total_buckets, f)
+        for m in messages
+        for f in m.changelog_files
+    ]
 
 
 def _index_entries_of(messages: Sequence[CommitMessage]) -> list[IndexManifestEntry]:

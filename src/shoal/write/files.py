@@ -39,8 +39,9 @@ _PARALLEL_WRITE_BYTES = 8 << 20
 
 @dataclass(frozen=True, slots=True)
 class CommitMessage:
-    """The files one writer added (and, for compaction, removed) in one bucket, and the
-    bucket's index files it replaced (a compaction's deletion vectors)."""
+    """The files one writer added (and, for compaction, removed) in one bucket, the
+    bucket's index files it replaced (a compaction's deletion vectors), and the
+    changelog files it wrote (``changelog-producer`` = ``input``)."""
 
     partition: bytes
     bucket: int
@@ -49,6 +50,7 @@ class CommitMessage:
     deleted_files: tuple[DataFileMeta, ...] = field(default=())
     new_index_files: tuple[IndexFileMeta, ...] = ()
     deleted_index_files: tuple[IndexFileMeta, ...] = ()
+    changelog_files: tuple[DataFileMeta, ...] = ()
 
 
 def now_millis() -> datetime:
@@ -75,8 +77,10 @@ class RollingFileWriter:
         layout: KeyValueLayout | None = None,
         level: int = 0,
         file_source: int = FILE_SOURCE_APPEND,
+        changelog: bool = False,
     ) -> None:
         self.store = store
+        self.changelog = changelog  # changelog files: named changelog-*, described alike
         self.partition = partition
         self.bucket = bucket
         self.layout = layout
@@ -129,7 +133,10 @@ class RollingFileWriter:
 
     def _open(self) -> None:
         store = self.store
-        self._name = store.paths.new_data_file_name()
+        paths = store.paths
+        self._name = (
+            paths.new_changelog_file_name() if self.changelog else paths.new_data_file_name()
+        )
         # A data file's name ends in its format's extension, by which readers pick it.
         self._name = f"{self._name.rpartition('.')[0]}.{self._format.name}"
         self._sink = store.file_io.open_output_stream(f"{self._dir}/{self._name}")

@@ -23,6 +23,7 @@ from shoal.core.kv import KeyValueLayout, MergeSettings
 from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
 from shoal.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+from shoal.format.data_file import DataFileMeta
 from shoal.format.snapshot import Snapshot
 from shoal.primary_key import engines
 from shoal.primary_key.merge import winners
@@ -54,13 +55,18 @@ def _default_values(field: pa.Field, n: int) -> pa.Array:
 class KeyValueWriter:
     """Buffers one write's rows per bucket; ``prepare_commit`` turns them into files."""
 
-    def __init__(self, store: FileStore, settings: MergeSettings) -> None:
+    def __init__(
+        self, store: FileStore, settings: MergeSettings, *, changelog: bool = True
+    ) -> None:
+        """``changelog``: whether to write the input as changelog files when the table's
+        ``changelog-producer`` is ``input`` (an overwrite commits no changelog)."""
         require_key_writable(store)
         self.store = store
         self.layout = KeyValueLayout(store.schema)
         self.settings = settings
         self._buffers: Buffers = {}
         self._rowkind_field = store.options.get(O.ROWKIND_FIELD) or None
+        self._input_changelog = changelog and store.options.get(O.CHANGELOG_PRODUCER) == "input"
 
     @property
     def buckets(self) -> list[BucketKey]:
@@ -163,20 +169,47 @@ class KeyValueWriter:
         a bucket not in it)."""
         messages = []
         for key, parts in (self._buffers if buffers is None else buffers).items():
-            files = self._write_bucket(key, parts, next_sequence.get(key, 0))
-            messages.append(CommitMessage(key[0], key[1], self.store.num_buckets, tuple(files)))
+            files, changelog = self._write_bucket(key, parts, next_sequence.get(key, 0))
+            messages.append(
+                CommitMessage(
+                    key[0],
+                    key[1],
+                    self.store.num_buckets,
+                    tuple(files),
+                    changelog_files=tuple(changelog),
+                )
+            )
         return messages
 
     def _write_bucket(
         self, key: BucketKey, parts: list[tuple[pa.Table, np.ndarray]], start: int
-    ) -> list[Any]:
+    ) -> tuple[list[DataFileMeta], list[DataFileMeta]]:
+        """The bucket's level-0 files, and its changelog files when the table's
+        changelog is its input."""
         values = pa.concat_tables([t for t, _ in parts])
         kinds = pa.array(np.concatenate([k for _, k in parts]), pa.int8())
         sequence = pa.array(np.arange(start, start + values.num_rows, dtype=np.int64))
         rows = self.layout.to_file_table(values, sequence, kinds)
+        changelog: list[DataFileMeta] = []
+        if self._input_changelog:
+            log = RollingFileWriter(self.store, *key, layout=self.layout, changelog=True)
+            changelog = write_all(log, [self._changelog_rows(rows)])
         rows = winners(rows, self.layout, self.settings)
         writer = RollingFileWriter(self.store, key[0], key[1], layout=self.layout)
-        return write_all(writer, [rows])
+        return write_all(writer, [rows]), changelog
+
+    def _changelog_rows(self, rows: pa.Table) -> pa.Table:
+        """Every input row with its kind, sorted by key, then by the sequence field (if
+        the table has one) and write order, as Paimon's writer spills its input into the
+        changelog; without the retractions when ``ignore-delete`` drops them from the
+        input (Paimon drops them before they reach the writer)."""
+        if self.settings.ignore_delete:
+            rows = rows.filter(pc.invert(kv.is_retract(rows.column(kv.VALUE_KIND))))
+        order = [(k, "ascending") for k in self.layout.key_columns]
+        if self.settings.sequence_field is not None:
+            order.append((self.settings.sequence_field, "ascending"))
+        order.append((kv.SEQUENCE_NUMBER, "ascending"))
+        return rows.take(pc.sort_indices(rows, sort_keys=order))
 
 
 def require_key_writable(store: FileStore) -> None:
