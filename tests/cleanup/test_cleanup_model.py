@@ -16,6 +16,7 @@ import os
 import tempfile
 import time
 from datetime import datetime, timedelta
+from typing import ClassVar
 
 import hypothesis.strategies as st
 import pyarrow as pa
@@ -62,7 +63,7 @@ class CleanupModel(RuleBasedStateMachine):
     """The rows of every snapshot and tag, by id and name."""
 
     primary_key = False
-    options: dict[str, str] = {}
+    options: ClassVar[dict[str, str]] = {}
     tags = Bundle("tags")
 
     def __init__(self) -> None:
@@ -261,7 +262,7 @@ class PrimaryKeyCleanupModel(CleanupModel):
 
 class DeletionVectorCleanupModel(CleanupModel):
     primary_key = True
-    options = {"deletion-vectors.enabled": "true"}
+    options: ClassVar[dict[str, str]] = {"deletion-vectors.enabled": "true"}
 
 
 class ChangelogCleanupModel(CleanupModel):

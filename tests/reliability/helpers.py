@@ -130,7 +130,8 @@ def deletion_vector_table(root: Path) -> Path:
     t.create_tag("recent")
     t.upsert(rows([2], DAY1, version=5))
     vectors = t.system_table("table_indexes")
-    assert vectors.num_rows and set(vectors["index_type"].to_pylist()) == {"DELETION_VECTORS"}
+    assert vectors.num_rows
+    assert set(vectors["index_type"].to_pylist()) == {"DELETION_VECTORS"}
     return Path(t.path)
 
 

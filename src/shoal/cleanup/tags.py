@@ -86,7 +86,7 @@ def _restored_changelog(
     them (its changelog files had expired): no snapshot names them, and once no tag
     does either they go with the tag."""
     name = snapshot.changelog_manifest_list
-    if not name or any(t.snapshot_id == snapshot.id for t, _ in others):
+    if not name or any(s.changelog_manifest_list == name for _, s in others):
         return []
     restored = store.snapshots.find(snapshot.id)
     if restored is None or restored.changelog_manifest_list == name:
