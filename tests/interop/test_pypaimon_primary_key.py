@@ -276,3 +276,29 @@ def test_pypaimon_reads_deletion_vectors_shoal_writes(
     table.upsert(rows([8, 9], "d"))  # stays in level 0: not read yet
     assert ordered(table.to_arrow()) == expected(model)
     assert_every_snapshot_agrees(oracle, tmp_path, table)
+
+
+@pytest.mark.parametrize("file_format", ["orc", "avro"])
+@pytest.mark.parametrize("primary_key", [True, False], ids=["primary-key", "append"])
+def test_pypaimon_reads_orc_and_avro_files_shoal_writes(
+    oracle: PypaimonOracle, tmp_path: Path, file_format: str, primary_key: bool
+) -> None:
+    options = {"bucket": "2", "file.format": file_format}
+    if not primary_key:
+        options["bucket-key"] = "id"
+    table = shoal.Catalog(str(tmp_path)).create_table(
+        "db.t",
+        EVENTS_SCHEMA,
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"] if primary_key else None,
+        options=options,
+    )
+    data = rows(range(12), "a")
+    if primary_key:
+        table.upsert(data)
+        table.upsert(rows([1, 4], "b"))
+    else:
+        table.append(data)
+    suffixes = {p.rsplit(".", 1)[-1] for p in table.system_table("files")["file_path"].to_pylist()}
+    assert suffixes == {file_format}
+    assert_every_snapshot_agrees(oracle, tmp_path, table)
