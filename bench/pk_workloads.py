@@ -45,7 +45,14 @@ class ShoalUpserter:
     """Creates the primary-key table; each ``append(i)`` is one ``table.upsert`` (one
     commit). ``write-only`` keeps compaction out of the upserts."""
 
-    def __init__(self, data: Path, warehouse: Path, table_name: str, buckets: int) -> None:
+    def __init__(
+        self,
+        data: Path,
+        warehouse: Path,
+        table_name: str,
+        buckets: int,
+        merge_engine: str = "deduplicate",
+    ) -> None:
         import shoal
 
         self.tables = read_batches(data)
@@ -53,7 +60,7 @@ class ShoalUpserter:
             table_name,
             self.tables[0].schema,
             primary_keys=[PRIMARY_KEY],
-            options={"bucket": str(buckets), "write-only": "true"},
+            options={"bucket": str(buckets), "write-only": "true", "merge-engine": merge_engine},
         )
 
     def append(self, index: int) -> None:

@@ -23,6 +23,7 @@ from bench.report import Ratio
 from bench.stats import CommitStats, Spread
 
 SHOAL, PYPAIMON, FLOOR = "shoal", "pypaimon 2.1.0", "pyarrow floor"
+PARTIAL = "shoal, partial-update"  # the same upserts merged by the partial-update engine
 TABLE = "bench.pk"
 NOT_SUPPORTED = "not supported"
 
@@ -96,20 +97,27 @@ def _repeat(
 
 def _upserts(config: PkConfig, upserts: Path, work: Path) -> dict[str, CommitSession]:
     sessions: dict[str, CommitSession] = {}
-    for name, buckets in ((SHOAL, config.buckets), (config.wide, config.more_buckets)):
+    shoal_tables = (
+        (SHOAL, config.buckets, "deduplicate", f"shoal-{config.buckets}"),
+        (config.wide, config.more_buckets, "deduplicate", f"shoal-{config.more_buckets}"),
+        (PARTIAL, config.buckets, "partial-update", "shoal-partial-update"),
+    )
+    for name, buckets, engine, directory in shoal_tables:
         sessions[name] = CommitSession(
             worker_cmd(
                 "shoal-upsert",
                 "--data",
                 str(upserts),
                 "--warehouse",
-                str(work / f"shoal-{buckets}"),
+                str(work / directory),
                 "--table",
                 TABLE,
                 "--bucket",
                 str(buckets),
+                "--merge-engine",
+                engine,
             ),
-            work / f"shoal-{buckets}-upsert.log",
+            work / f"{directory}-upsert.log",
         )
     if config.pypaimon_python is not None:
         sessions[PYPAIMON] = CommitSession(
@@ -142,6 +150,7 @@ def run(config: PkConfig) -> PkReport:
         PYPAIMON: PkResult(PYPAIMON, config.buckets, compact_note=NOT_SUPPORTED),
         FLOOR: PkResult(FLOOR),
         config.wide: PkResult(config.wide, config.more_buckets),
+        PARTIAL: PkResult(PARTIAL, config.buckets),
     }
     python = config.pypaimon_python
     if python is None:
@@ -168,6 +177,7 @@ def run(config: PkConfig) -> PkReport:
         SHOAL: shoal_read(SHOAL),
         FLOOR: lambda _: run_json(worker_cmd("raw-read", "--files", str(files_json))),
         config.wide: shoal_read(config.wide),
+        PARTIAL: shoal_read(PARTIAL),
     }
     if python is not None:
         reads[PYPAIMON] = lambda _: run_json(
@@ -178,7 +188,8 @@ def run(config: PkConfig) -> PkReport:
     # --- full compaction: a fresh process and a fresh copy of the table each ------------------
     def shoal_compact(name: str) -> Callable[[int], dict[str, Any]]:
         def once(r: int) -> dict[str, Any]:
-            copy = work / f"compact-{results[name].buckets}-{r}"
+            slug = "".join(c if c.isalnum() else "-" for c in name)
+            copy = work / f"compact-{slug}-{r}"
             shutil.copytree(paths[name], copy)
             try:
                 return run_json(worker_cmd("shoal-compact", "--table-path", str(copy)))
@@ -200,6 +211,7 @@ def run(config: PkConfig) -> PkReport:
         SHOAL: shoal_compact(SHOAL),
         FLOOR: raw_rewrite,
         config.wide: shoal_compact(config.wide),
+        PARTIAL: shoal_compact(PARTIAL),
     }
     compact_runs = _repeat(compactions, config.repeats, "full compaction")
 
@@ -263,6 +275,12 @@ def _ratios(results: dict[str, PkResult], wide: str) -> list[Ratio]:
         Ratio(
             "shoal real-time read (plan + merged read) / raw pyarrow read of the same files",
             median(shoal.read),
+            median(floor.read),
+            2.0,
+        ),
+        Ratio(
+            "shoal partial-update real-time read / raw pyarrow read of the same data",
+            median(results[PARTIAL].read),
             median(floor.read),
             2.0,
         ),

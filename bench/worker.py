@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warehouse", type=Path, required=True)
     p.add_argument("--table", required=True)
     p.add_argument("--bucket", type=int, required=True)
+    p.add_argument("--merge-engine", default="deduplicate")
     for op in ("shoal-pk-read", "shoal-compact"):
         p = sub.add_parser(op)
         p.add_argument("--table-path", required=True)
@@ -64,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     elif args.op == "raw-append":
         serve(workloads.RawAppender(args.data, args.dir), out)
     elif args.op == "shoal-upsert":
-        serve(pk_workloads.ShoalUpserter(args.data, args.warehouse, args.table, args.bucket), out)
+        upserter = pk_workloads.ShoalUpserter(
+            args.data, args.warehouse, args.table, args.bucket, args.merge_engine
+        )
+        serve(upserter, out)
     else:
         out.write(json.dumps(_probe(args)) + "\n")
     out.flush()
