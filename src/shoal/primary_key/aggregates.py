@@ -54,6 +54,9 @@ class Groups:
 
 def pick(mask: np.ndarray, groups: Groups, *, last: bool) -> np.ndarray:
     """Per group, the index of its last (or first) row where ``mask`` holds; -1 if none."""
+    if mask.all():  # no nulls: every group's own last (or first) row
+        edges = groups.lasts if last else groups.starts
+        return np.asarray(edges, dtype=np.int64)
     found = np.full(groups.count, -1, dtype=np.int64)
     rows = np.flatnonzero(mask)
     if len(rows):
