@@ -46,7 +46,9 @@ def test_invalid_definitions_write_nothing(catalog: shoal.Catalog, warehouse: st
     with pytest.raises(shoal.InvalidOptionError, match=r"commit\.max-retries"):
         catalog.create_table("db.t", EVENTS_SCHEMA, options={"commit.max-retries": "-1"})
     with pytest.raises(shoal.UnsupportedFeatureError, match=r"file\.format"):
-        catalog.create_table("db.t", EVENTS_SCHEMA, options={"file.format": "orc"})
+        catalog.create_table("db.t", EVENTS_SCHEMA, options={"file.format": "lance"})
+    with pytest.raises(shoal.InvalidOptionError, match="merge engines"):
+        catalog.create_table("db.t", EVENTS_SCHEMA, options={"fields.id.ignore-retract": "true"})
     with pytest.raises(shoal.SchemaMismatchError, match="no Paimon counterpart"):
         catalog.create_table("db.t", pa.schema([("n", pa.null())]))
     assert not os.path.exists(os.path.join(warehouse, "db.db", "t"))

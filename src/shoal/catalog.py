@@ -231,6 +231,7 @@ def build_schema(
         comment=comment,
         time_millis=int(time.time() * 1000),
     )
+    merge_engine.check_new_field_options(table_schema, options)
     if primary_keys:
         # The merge engine's per-column functions are checked against the columns.
         merge_engine.merge_settings(table_schema, options, "the new table")

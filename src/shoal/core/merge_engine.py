@@ -10,7 +10,7 @@ those of its ``FieldAggregatorFactory`` implementations (0.9 and 1.0 know the sa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
@@ -83,6 +83,37 @@ def _refuse(table: str, what: str, key: str) -> UnsupportedFeatureError:
         "with Paimon's own engines",
         feature=key,
     )
+
+
+def check_new_field_options(
+    schema: TableSchema, raw: Mapping[str, str], keys: Collection[str] | None = None
+) -> None:
+    """The per-column options (``fields.<f>.*``, ``fields.default-aggregate-function``)
+    a user sets on a new table: only for the aggregation and partial-update engines of
+    a primary-key table, and each naming a column of it (a table written by Paimon's
+    engines may hold others, which they ignore, and so does shoal). ``keys``: only
+    these (the options a change sets), default all.
+
+    Raises:
+        InvalidOptionError: an option nothing would read.
+    """
+    engine = O.MERGE_ENGINE.get(raw) if schema.primary_keys else "none (an append table)"
+    names = set(schema.field_names)
+    for key, value in raw.items():
+        if keys is not None and key not in keys:
+            continue
+        found = O.field_option(key)
+        if found is None and key != O.FIELDS_DEFAULT_AGGREGATE_FUNCTION.key:
+            continue
+        if engine not in (AGGREGATION, PARTIAL_UPDATE):
+            raise InvalidOptionError(
+                key,
+                value,
+                f"it applies to the aggregation and partial-update merge engines; this "
+                f"table's is {engine}",
+            )
+        if found is not None and found[1] not in names:
+            raise InvalidOptionError(key, value, f"column {found[1]!r} is not in the table")
 
 
 def merge_settings(schema: TableSchema, raw: Mapping[str, str], table: str) -> MergeSettings:

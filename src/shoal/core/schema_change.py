@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 
 from shoal import features
 from shoal import options as O
+from shoal.core import merge_engine
 from shoal.errors import (
     InvalidArgumentError,
     InvalidOptionError,
@@ -527,6 +528,7 @@ def _validate(schema: TableSchema, changed_options: set[str]) -> None:
     O.validate(options)
     check_definition(schema.field_names, schema.partition_keys, schema.primary_keys, options)
     _check_column_options(schema, options)
+    merge_engine.check_new_field_options(schema, options, changed_options)
 
 
 def _check_column_options(schema: TableSchema, options: Mapping[str, str]) -> None:
