@@ -36,7 +36,8 @@ def vectors_agree(table: shoal.Table) -> None:
     files above level 0, less their marked rows, hold each key once."""
     store = table._store
     snapshot = table.latest_snapshot()
-    assert snapshot is not None
+    if snapshot is None:  # only compactions of an empty table
+        return
     live = {e.file.file_name: e for e in live_entries(store, snapshot)}
     loader = VectorLoader(store.file_io)
     deletions = DVS.deletion_files(store, snapshot)
@@ -65,7 +66,9 @@ def run_example(version: str, mode: str, steps: list[Step], tmp: Path, partition
         version, steps, tmp, partitioned=partitioned, options=MODES[mode], check=vectors_agree
     )
     # level-0 files are compacted up by every writer: a batch read sees every write
-    assert all(e.file.level > 0 for e in live_entries(table._store, table.latest_snapshot()))
+    latest = table.latest_snapshot()
+    if latest is not None:
+        assert all(e.file.level > 0 for e in live_entries(table._store, latest))
 
 
 @pytest.mark.parametrize("version", VERSIONS)
