@@ -29,24 +29,14 @@ from shoal.core import kv
 from shoal.core.kv import AGGREGATION, KeyValueLayout, MergeSettings
 from shoal.errors import InvalidInputDataError, UnsupportedFeatureError
 from shoal.primary_key.aggregates import Groups, aggregate, column, pick, take
-
-
-def _numbers(values: pa.ChunkedArray) -> np.ndarray | None:
-    t = values.type
-    if values.null_count:
-        return None
-    if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t):
-        values = pc.cast(values, pa.int64() if t.bit_width == 64 else pa.int32())
-    elif not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
-        return None
-    return np.asarray(values.to_numpy(zero_copy_only=False))
+from shoal.primary_key.ordering import as_numbers, group_starts
 
 
 def merge_order(rows: pa.Table, keys: list[str], sequence_field: str | None) -> np.ndarray:
     """Indices that sort ``rows`` by key, then ``sequence_field`` (nulls first), then
     sequence number."""
     names = [*keys, *([sequence_field] if sequence_field else []), kv.SEQUENCE_NUMBER]
-    numbers = [_numbers(rows.column(n)) for n in names]
+    numbers = [as_numbers(rows.column(n)) for n in names]
     if all(a is not None for a in numbers):
         arrays = [a for a in numbers if a is not None]
         if len(arrays) == 2:
@@ -82,19 +72,6 @@ def _order_by_key_then_run(key: np.ndarray, sequence: np.ndarray) -> np.ndarray 
     return flipped
 
 
-def _key_starts(rows: pa.Table, keys: list[str]) -> np.ndarray:
-    n = rows.num_rows
-    starts = np.zeros(n, dtype=bool)
-    if n:
-        starts[0] = True
-    if n > 1:
-        for name in keys:
-            col = rows.column(name)
-            changed = pc.not_equal(col.slice(1), col.slice(0, n - 1))
-            starts[1:] |= np.asarray(changed.to_numpy(zero_copy_only=False), dtype=bool)
-    return np.flatnonzero(starts)
-
-
 def combine(rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings) -> pa.Table:
     """``rows`` (keys, sequence, kind and value columns) sorted by key, one per key,
     each key's rows combined by the table's engine."""
@@ -104,7 +81,7 @@ def combine(rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings) -> 
         return rows
     rows = rows.take(pa.array(merge_order(rows, layout.key_columns, settings.sequence_field)))
     n = rows.num_rows
-    groups = Groups.of(_key_starts(rows, layout.key_columns), n)
+    groups = Groups.of(np.flatnonzero(group_starts(rows, layout.key_columns)), n)
     single = groups.sizes == 1
     if single.all():
         return rows

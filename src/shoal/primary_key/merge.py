@@ -30,6 +30,7 @@ from shoal.format.schema import TableSchema
 from shoal.io import FileIO, parallel_map
 from shoal.primary_key import engines
 from shoal.primary_key.levels import RunFile
+from shoal.primary_key.ordering import as_numbers, group_starts
 
 
 def _run_batches(
@@ -135,18 +136,6 @@ def _last_key(table: pa.Table, keys: list[str]) -> tuple[Any, ...]:
     return tuple(table.column(k)[-1].as_py() for k in keys)
 
 
-def _as_numbers(column: pa.ChunkedArray) -> np.ndarray | None:
-    """A column as a numpy array that sorts like it, or None if it has no such form."""
-    t = column.type
-    if column.null_count:
-        return None
-    if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t):
-        column = pc.cast(column, pa.int64() if t.bit_width == 64 else pa.int32())
-    elif not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
-        return None
-    return np.asarray(column.to_numpy(zero_copy_only=False))
-
-
 def _starts(columns: list[np.ndarray]) -> np.ndarray:
     """For key columns in sorted order: True at the first row of each key."""
     n = len(columns[0])
@@ -155,20 +144,6 @@ def _starts(columns: list[np.ndarray]) -> np.ndarray:
         starts[0] = True
     for column in columns:
         starts[1:] |= column[1:] != column[:-1]
-    return starts
-
-
-def group_starts(table: pa.Table, keys: list[str]) -> np.ndarray:
-    """For a table sorted by key: True at the first row of each key."""
-    n = table.num_rows
-    starts = np.zeros(n, dtype=bool)
-    if n:
-        starts[0] = True
-    if n > 1:
-        for name in keys:
-            column = table.column(name)
-            changed = pc.not_equal(column.slice(1), column.slice(0, n - 1))
-            starts[1:] |= np.asarray(changed.to_numpy(zero_copy_only=False), dtype=bool)
     return starts
 
 
@@ -207,7 +182,7 @@ def winners(rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings) -> 
     if settings.sequence_field is not None and newest_first:
         order_columns.append(settings.sequence_field)
     order_columns.append(kv.SEQUENCE_NUMBER)
-    numbers = [_as_numbers(rows.column(c)) for c in order_columns]
+    numbers = [as_numbers(rows.column(c)) for c in order_columns]
     if all(a is not None for a in numbers):
         arrays: list[np.ndarray] = [a for a in numbers if a is not None]
         key_arrays, tail = arrays[: len(keys)], arrays[len(keys) :]
