@@ -18,7 +18,7 @@ SRC = ROOT / "src"
 # Bottom up; a module may import its own layer's modules and the layers below.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("shoal.errors",),
-    ("shoal.format", "shoal.io", "shoal.option_keys"),
+    ("shoal.format", "shoal.io", "shoal.option_keys", "shoal.option_values"),
     ("shoal.options",),
     ("shoal.features",),
     ("shoal.core",),

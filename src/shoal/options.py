@@ -10,155 +10,27 @@ written by Paimon's engines keeps them; a user setting one is refused) is
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
-from typing import Generic, TypeVar, cast
+from typing import TypeVar, cast
 
 from shoal.errors import InvalidOptionError
+from shoal.option_values import (
+    Option,
+    at_least,
+    bucket_check,
+    one_of,
+    parse_bool,
+    parse_duration,
+    parse_int,
+    parse_long,
+    parse_memory_size,
+    parse_str,
+)
+
+__all__ = ["Option", "Options", "parse_duration", "parse_memory_size"]
 
 V = TypeVar("V")
-
-_DURATION_UNITS: dict[str, float] = {
-    "ns": 1e-9,
-    "nano": 1e-9,
-    "nanos": 1e-9,
-    "nanosecond": 1e-9,
-    "nanoseconds": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "micro": 1e-6,
-    "micros": 1e-6,
-    "microsecond": 1e-6,
-    "microseconds": 1e-6,
-    "ms": 1e-3,
-    "milli": 1e-3,
-    "millis": 1e-3,
-    "millisecond": 1e-3,
-    "milliseconds": 1e-3,
-    "s": 1.0,
-    "sec": 1.0,
-    "secs": 1.0,
-    "second": 1.0,
-    "seconds": 1.0,
-    "m": 60.0,
-    "min": 60.0,
-    "mins": 60.0,
-    "minute": 60.0,
-    "minutes": 60.0,
-    "h": 3600.0,
-    "hour": 3600.0,
-    "hours": 3600.0,
-    "d": 86400.0,
-    "day": 86400.0,
-    "days": 86400.0,
-}
-_MEMORY_UNITS: dict[str, int] = {
-    "": 1,
-    "b": 1,
-    "bytes": 1,
-    "k": 1 << 10,
-    "kb": 1 << 10,
-    "kibibytes": 1 << 10,
-    "m": 1 << 20,
-    "mb": 1 << 20,
-    "mebibytes": 1 << 20,
-    "g": 1 << 30,
-    "gb": 1 << 30,
-    "gibibytes": 1 << 30,
-    "t": 1 << 40,
-    "tb": 1 << 40,
-    "tebibytes": 1 << 40,
-}
-_AMOUNT = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Zµ]*)\s*$")
-_INT = re.compile(r"^\s*[+-]?[0-9]+\s*$")
-_JAVA_LONG_MAX = 2**63 - 1
-_MAX_DURATION_SECONDS = 10_000 * 366 * 86400.0
-
-
-def parse_duration(text: str) -> timedelta:
-    """Parse Paimon's duration syntax: ``1 h``, ``30 min``, ``1ms``, ``7 d``; no unit is ms."""
-    match = _AMOUNT.match(text)
-    if match is None:
-        raise ValueError(f"not a duration: {text!r} (expected e.g. '1 h', '30 min', '7 d')")
-    unit = match.group(2).lower()
-    if unit not in _DURATION_UNITS and unit != "":
-        raise ValueError(f"unknown duration unit {unit!r} in {text!r}")
-    seconds = float(match.group(1)) * (_DURATION_UNITS[unit] if unit else 1e-3)
-    if seconds > _MAX_DURATION_SECONDS:
-        raise ValueError(f"duration {text!r} is longer than any table needs (over 10000 years)")
-    return timedelta(seconds=seconds)
-
-
-def parse_memory_size(text: str) -> int:
-    """Parse Paimon's memory-size syntax: ``128 mb``, ``8MB``, ``1 gb``; no unit is bytes."""
-    match = _AMOUNT.match(text)
-    unit = match.group(2).lower() if match else None
-    if match is None or unit not in _MEMORY_UNITS:
-        raise ValueError(f"not a memory size: {text!r} (expected e.g. '128 mb')")
-    size = int(float(match.group(1)) * _MEMORY_UNITS[unit])
-    if size > _JAVA_LONG_MAX:
-        raise ValueError(f"memory size {text!r} does not fit a 64-bit integer, as Paimon keeps it")
-    return size
-
-
-def _parse_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    raise ValueError("expected 'true' or 'false'")
-
-
-def _parse_int(text: str) -> int:
-    """A Java ``int``, spelled in ASCII digits as Paimon's ``Integer.parseInt`` reads it."""
-    if not _INT.match(text):
-        raise ValueError(f"not an integer: {text!r}")
-    value = int(text.strip())
-    if not -(2**31) <= value < 2**31:
-        raise ValueError(f"{value} does not fit a 32-bit integer, as Paimon keeps it")
-    return value
-
-
-def _parse_str(text: str) -> str:
-    return text
-
-
-@dataclass(frozen=True, slots=True)
-class Option(Generic[V]):
-    """One table option: its key, how to parse it, its default and what it does."""
-
-    key: str
-    parse: Callable[[str], V]
-    default: V
-    doc: str
-    check: Callable[[V], str | None] | None = None
-
-    def get(self, raw: Mapping[str, str]) -> V:
-        """The typed value of this option in ``raw``, or its default."""
-        text = raw.get(self.key)
-        if text is None:
-            return self.default
-        try:
-            value = self.parse(text)
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise InvalidOptionError(self.key, text, str(exc)) from None
-        problem = self.check(value) if self.check is not None else None
-        if problem is not None:
-            raise InvalidOptionError(self.key, text, problem)
-        return value
-
-
-def _at_least(minimum: int) -> Callable[[int], str | None]:
-    return lambda v: None if v >= minimum else f"must be at least {minimum}"
-
-
-def _bucket_check(value: int) -> str | None:
-    return None if value == -1 or value >= 1 else "must be -1 (unaware) or a positive count"
-
-
-def _one_of(*allowed: str) -> Callable[[str], str | None]:
-    return lambda v: None if v in allowed else f"must be one of {', '.join(allowed)}"
-
 
 _REGISTRY: dict[str, Option[object]] = {}
 
@@ -172,17 +44,17 @@ def _declare(option: Option[V]) -> Option[V]:
 BUCKET = _declare(
     Option(
         "bucket",
-        _parse_int,
+        parse_int,
         -1,
         "Number of buckets; -1 for an unbucketed (bucket-unaware) append table, or dynamic "
         "buckets on a primary-key table.",
-        _bucket_check,
+        bucket_check,
     )
 )
 BUCKET_KEY = _declare(
     Option(
         "bucket-key",
-        _parse_str,
+        parse_str,
         "",
         "Comma-separated columns hashed to pick a bucket; default: the primary key, or for an "
         "append table all columns.",
@@ -190,18 +62,8 @@ BUCKET_KEY = _declare(
 )
 
 
-def _parse_long(text: str) -> int:
-    """A Java ``long``, spelled in ASCII digits."""
-    if not _INT.match(text):
-        raise ValueError(f"not an integer: {text!r}")
-    value = int(text.strip())
-    if not -_JAVA_LONG_MAX - 1 <= value <= _JAVA_LONG_MAX:
-        raise ValueError(f"{value} does not fit a 64-bit integer, as Paimon keeps it")
-    return value
-
-
 def _optional_int(text: str) -> int | None:
-    return _parse_int(text)
+    return parse_int(text)
 
 
 def _optional_positive(value: int | None) -> str | None:
@@ -211,10 +73,10 @@ def _optional_positive(value: int | None) -> str | None:
 DYNAMIC_BUCKET_TARGET_ROW_NUM = _declare(
     Option(
         "dynamic-bucket.target-row-num",
-        _parse_long,
+        parse_long,
         2_000_000,
         "Dynamic buckets: the number of keys a bucket takes before new keys go to another.",
-        _at_least(1),
+        at_least(1),
     )
 )
 DYNAMIC_BUCKET_INITIAL_BUCKETS = _declare(
@@ -240,7 +102,7 @@ DYNAMIC_BUCKET_ASSIGNER_PARALLELISM = _declare(
 DYNAMIC_BUCKET_MAX_BUCKETS = _declare(
     Option(
         "dynamic-bucket.max-buckets",
-        _parse_int,
+        parse_int,
         -1,
         "Dynamic buckets: the most buckets a partition opens (-1: no limit); beyond it new "
         "keys join existing buckets.",
@@ -252,11 +114,11 @@ _PAIMON_FORMATS = ("parquet", "orc", "avro", "csv", "json", "lance")
 FILE_FORMAT = _declare(
     Option(
         "file.format",
-        _parse_str,
+        parse_str,
         "parquet",
         "Format of new data files: parquet, orc or avro (files are read by the format "
         "their names end in, whatever the option says).",
-        _one_of(*_PAIMON_FORMATS),
+        one_of(*_PAIMON_FORMATS),
     )
 )
 
@@ -273,7 +135,7 @@ def _check_per_level(value: str) -> str | None:
 FILE_FORMAT_PER_LEVEL = _declare(
     Option(
         "file.format.per.level",
-        _parse_str,
+        parse_str,
         "",
         "Format of new data files by LSM level, as <level>:<format> pairs "
         "(0:avro,5:parquet); levels not named take file.format.",
@@ -281,7 +143,7 @@ FILE_FORMAT_PER_LEVEL = _declare(
     )
 )
 FILE_COMPRESSION = _declare(
-    Option("file.compression", _parse_str, "zstd", "Compression codec of data files.")
+    Option("file.compression", parse_str, "zstd", "Compression codec of data files.")
 )
 TARGET_FILE_SIZE = _declare(
     Option(
@@ -289,13 +151,13 @@ TARGET_FILE_SIZE = _declare(
         parse_memory_size,
         128 << 20,
         "Size at which a writer rolls to a new data file.",
-        _at_least(1),
+        at_least(1),
     )
 )
 PARTITION_DEFAULT_NAME = _declare(
     Option(
         "partition.default-name",
-        _parse_str,
+        parse_str,
         "__DEFAULT_PARTITION__",
         "Directory name used for a null or empty partition value.",
     )
@@ -303,19 +165,19 @@ PARTITION_DEFAULT_NAME = _declare(
 PARTITION_LEGACY_NAME = _declare(
     Option(
         "partition.legacy-name",
-        _parse_bool,
+        parse_bool,
         True,
         "Name partition directories by the values' internal form (a DATE as its day number), "
         "as Paimon does by default; false spells dates and timestamps as text.",
     )
 )
 DATA_FILE_PREFIX = _declare(
-    Option("data-file.prefix", _parse_str, "data-", "Prefix of data file names.")
+    Option("data-file.prefix", parse_str, "data-", "Prefix of data file names.")
 )
 STATS_MODE = _declare(
     Option(
         "metadata.stats-mode",
-        _parse_str,
+        parse_str,
         "truncate(16)",
         "Column statistics kept per data file: none, counts, truncate(N) or full.",
         lambda v: (
@@ -333,16 +195,16 @@ MANIFEST_TARGET_FILE_SIZE = _declare(
         parse_memory_size,
         8 << 20,
         "Size at which manifest files roll, and below which they count as small.",
-        _at_least(1),
+        at_least(1),
     )
 )
 MANIFEST_MERGE_MIN_COUNT = _declare(
     Option(
         "manifest.merge-min-count",
-        _parse_int,
+        parse_int,
         30,
         "Number of small manifests that triggers merging them into one.",
-        _at_least(2),
+        at_least(2),
     )
 )
 MANIFEST_FULL_COMPACTION_SIZE = _declare(
@@ -356,10 +218,10 @@ MANIFEST_FULL_COMPACTION_SIZE = _declare(
 MANIFEST_COMPRESSION = _declare(
     Option(
         "manifest.compression",
-        _parse_str,
+        parse_str,
         "zstd",
         "Avro codec of manifest files.",
-        _one_of("zstd", "snappy", "deflate", "null", "none"),
+        one_of("zstd", "snappy", "deflate", "null", "none"),
     )
 )
 
@@ -367,10 +229,10 @@ MANIFEST_COMPRESSION = _declare(
 COMMIT_MAX_RETRIES = _declare(
     Option(
         "commit.max-retries",
-        _parse_int,
+        parse_int,
         10,
         "How often a commit that lost a race re-plans against the new latest snapshot.",
-        _at_least(0),
+        at_least(0),
     )
 )
 
@@ -378,49 +240,49 @@ COMMIT_MAX_RETRIES = _declare(
 MERGE_ENGINE = _declare(
     Option(
         "merge-engine",
-        _parse_str,
+        parse_str,
         "deduplicate",
         "How rows of one key combine: deduplicate (the last row wins), first-row, "
         "partial-update (non-null fields update the row) or aggregation (per column).",
-        _one_of("deduplicate", "first-row", "partial-update", "aggregation"),
+        one_of("deduplicate", "first-row", "partial-update", "aggregation"),
     )
 )
 # Per-column options: "<field>" in the key stands for a column's name.
 FIELD = "<field>"
 _AGG = "aggregation: "
 FIELDS_AGGREGATE_FUNCTION = _declare(
-    Option("fields.<field>.aggregate-function", _parse_str, "", _AGG + "the column's function.")
+    Option("fields.<field>.aggregate-function", parse_str, "", _AGG + "the column's function.")
 )
 FIELDS_DEFAULT_AGGREGATE_FUNCTION = _declare(
-    Option("fields.default-aggregate-function", _parse_str, "", _AGG + "the default function.")
+    Option("fields.default-aggregate-function", parse_str, "", _AGG + "the default function.")
 )
 FIELDS_IGNORE_RETRACT = _declare(
-    Option("fields.<field>.ignore-retract", _parse_bool, False, _AGG + "skip retractions.")
+    Option("fields.<field>.ignore-retract", parse_bool, False, _AGG + "skip retractions.")
 )
 FIELDS_LIST_AGG_DELIMITER = _declare(
-    Option("fields.<field>.list-agg-delimiter", _parse_str, ",", _AGG + "listagg's separator.")
+    Option("fields.<field>.list-agg-delimiter", parse_str, ",", _AGG + "listagg's separator.")
 )
 AGGREGATION_REMOVE_RECORD_ON_DELETE = _declare(
-    Option("aggregation.remove-record-on-delete", _parse_bool, False, _AGG + "-D removes.")
+    Option("aggregation.remove-record-on-delete", parse_bool, False, _AGG + "-D removes.")
 )
 PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = _declare(
-    Option("partial-update.remove-record-on-delete", _parse_bool, False, "-D removes the key.")
+    Option("partial-update.remove-record-on-delete", parse_bool, False, "-D removes the key.")
 )
 SEQUENCE_FIELD = _declare(
     Option(
         "sequence.field",
-        _parse_str,
+        parse_str,
         "",
         "A column that orders the rows of a key before the write order does.",
     )
 )
 IGNORE_DELETE = _declare(
-    Option("ignore-delete", _parse_bool, False, "Drop delete rows instead of applying them.")
+    Option("ignore-delete", parse_bool, False, "Drop delete rows instead of applying them.")
 )
 ROWKIND_FIELD = _declare(
     Option(
         "rowkind.field",
-        _parse_str,
+        parse_str,
         "",
         "A string column whose +I, -U, +U or -D gives each written row's kind.",
     )
@@ -428,16 +290,16 @@ ROWKIND_FIELD = _declare(
 CHANGELOG_PRODUCER = _declare(
     Option(
         "changelog-producer",
-        _parse_str,
+        parse_str,
         "none",
         "none, or input: writes add their rows as changelog (lookup, full-compaction: read).",
-        _one_of("none", "input", "lookup", "full-compaction"),
+        one_of("none", "input", "lookup", "full-compaction"),
     )
 )
 WRITE_ONLY = _declare(
     Option(
         "write-only",
-        _parse_bool,
+        parse_bool,
         False,
         "Writes never compact (a separate job compacts the table).",
     )
@@ -445,7 +307,7 @@ WRITE_ONLY = _declare(
 DELETION_VECTORS_ENABLED = _declare(
     Option(
         "deletion-vectors.enabled",
-        _parse_bool,
+        parse_bool,
         False,
         "Primary-key tables: compactions mark the rows that newer rows replace in "
         "deletion vectors, so reads need no merge; a write's rows become visible once "
@@ -455,7 +317,7 @@ DELETION_VECTORS_ENABLED = _declare(
 DELETION_VECTORS_MODIFIABLE = _declare(
     Option(
         "deletion-vectors.modifiable",
-        _parse_bool,
+        parse_bool,
         False,
         "Allow deletion-vectors.enabled to change on a table with data (rows may show "
         "twice unless the table was fully compacted first).",
@@ -464,7 +326,7 @@ DELETION_VECTORS_MODIFIABLE = _declare(
 DELETION_VECTORS_BITMAP64 = _declare(
     Option(
         "deletion-vectors.bitmap64",
-        _parse_bool,
+        parse_bool,
         False,
         "Write deletion vectors as 64-bit bitmaps (read by Paimon 1.1 and later only).",
     )
@@ -472,7 +334,7 @@ DELETION_VECTORS_BITMAP64 = _declare(
 COMPACTION_FORCE_UP_LEVEL_0 = _declare(
     Option(
         "compaction.force-up-level-0",
-        _parse_bool,
+        parse_bool,
         False,
         "Every compaction after a write lifts all level-0 files, even when universal "
         "compaction would wait (always so with deletion vectors).",
@@ -481,16 +343,16 @@ COMPACTION_FORCE_UP_LEVEL_0 = _declare(
 NUM_SORTED_RUN_COMPACTION_TRIGGER = _declare(
     Option(
         "num-sorted-run.compaction-trigger",
-        _parse_int,
+        parse_int,
         5,
         "Sorted runs in a bucket that make a write compact it.",
-        _at_least(1),
+        at_least(1),
     )
 )
 NUM_LEVELS = _declare(
     Option(
         "num-levels",
-        _parse_int,
+        parse_int,
         0,
         "Levels of the LSM tree; 0 means num-sorted-run.compaction-trigger + 1.",
         lambda v: None if v == 0 or v >= 2 else "must be at least 2",
@@ -499,35 +361,35 @@ NUM_LEVELS = _declare(
 COMPACTION_SIZE_RATIO = _declare(
     Option(
         "compaction.size-ratio",
-        _parse_int,
+        parse_int,
         1,
         "Percentage of flexibility when comparing sorted-run sizes in universal compaction.",
-        _at_least(0),
+        at_least(0),
     )
 )
 COMPACTION_MAX_SIZE_AMPLIFICATION = _declare(
     Option(
         "compaction.max-size-amplification-percent",
-        _parse_int,
+        parse_int,
         200,
         "Size of all newer runs relative to the oldest run that makes universal compaction "
         "compact everything.",
-        _at_least(0),
+        at_least(0),
     )
 )
 COMPACTION_STRATEGY = _declare(
     Option(
         "compaction.strategy",
-        _parse_str,
+        parse_str,
         "universal",
         "The strategy compact() uses when none is given: universal, full or event-time.",
-        _one_of("universal", "full", "event-time"),
+        one_of("universal", "full", "event-time"),
     )
 )
 COMPACTION_EVENT_TIME_FIELD = _declare(
     Option(
         "compaction.event-time.field",
-        _parse_str,
+        parse_str,
         "",
         "The event-time column of event-time compaction and freshness: a TIMESTAMP, "
         "TIMESTAMP_LTZ, DATE or BIGINT (epoch milliseconds) column; empty: none.",
@@ -545,7 +407,7 @@ COMPACTION_EVENT_TIME_DATA_LATENCY = _declare(
 COMPACTION_EVENT_TIME_EXACT_SPLIT = _declare(
     Option(
         "compaction.event-time.exact-split",
-        _parse_bool,
+        parse_bool,
         False,
         "Whether event-time compaction writes the rows at or above the threshold back "
         "to level 0, so the read-optimized view holds exactly the rows below it.",
@@ -569,20 +431,20 @@ TAG_DEFAULT_TIME_RETAINED = _declare(
 TAG_AUTOMATIC_CREATION = _declare(
     Option(
         "tag.automatic-creation",
-        _parse_str,
+        parse_str,
         "none",
         "Create a tag per period after commits: none, process-time (by commit time) or "
         "watermark (by the snapshot's watermark).",
-        _one_of("none", "process-time", "watermark"),
+        one_of("none", "process-time", "watermark"),
     )
 )
 TAG_CREATION_PERIOD = _declare(
     Option(
         "tag.creation-period",
-        _parse_str,
+        parse_str,
         "daily",
         "The period of automatic tags: daily, hourly or two-hours.",
-        _one_of("daily", "hourly", "two-hours"),
+        one_of("daily", "hourly", "two-hours"),
     )
 )
 TAG_CREATION_DELAY = _declare(
@@ -596,21 +458,21 @@ TAG_CREATION_DELAY = _declare(
 TAG_PERIOD_FORMATTER = _declare(
     Option(
         "tag.period-formatter",
-        _parse_str,
+        parse_str,
         "with_dashes",
         "Names of automatic tags: with_dashes (2026-11-01, 2026-11-01 13), without_dashes "
         "(20261101, 20261101 13) or without_dashes_and_spaces (2026110113).",
-        _one_of("with_dashes", "without_dashes", "without_dashes_and_spaces"),
+        one_of("with_dashes", "without_dashes", "without_dashes_and_spaces"),
     )
 )
 TAG_NUM_RETAINED_MAX = _declare(
     Option(
         "tag.num-retained-max",
-        _parse_int,
+        parse_int,
         0,
         "Automatic tags kept at most (the oldest go first); 0: no limit. Counts only "
         "automatic tags.",
-        _at_least(0),
+        at_least(0),
     )
 )
 
@@ -621,7 +483,7 @@ SPLIT_TARGET_SIZE = _declare(
         parse_memory_size,
         128 << 20,
         "Bytes of data files packed into one split of a scan plan.",
-        _at_least(1),
+        at_least(1),
     )
 )
 SPLIT_OPEN_FILE_COST = _declare(
@@ -638,19 +500,19 @@ SPLIT_OPEN_FILE_COST = _declare(
 SNAPSHOT_NUM_RETAINED_MIN = _declare(
     Option(
         "snapshot.num-retained.min",
-        _parse_int,
+        parse_int,
         10,
         "Snapshots always kept by expiration.",
-        _at_least(1),
+        at_least(1),
     )
 )
 SNAPSHOT_NUM_RETAINED_MAX = _declare(
     Option(
         "snapshot.num-retained.max",
-        _parse_int,
+        parse_int,
         2**31 - 1,
         "Snapshots kept at most by expiration.",
-        _at_least(1),
+        at_least(1),
     )
 )
 SNAPSHOT_TIME_RETAINED = _declare(
@@ -664,17 +526,17 @@ SNAPSHOT_TIME_RETAINED = _declare(
 SNAPSHOT_EXPIRE_LIMIT = _declare(
     Option(
         "snapshot.expire.limit",
-        _parse_int,
+        parse_int,
         50,
         "Snapshots expired at most in one run.",
-        _at_least(1),
+        at_least(1),
     )
 )
 
 SNAPSHOT_CLEAN_EMPTY_DIRECTORIES = _declare(
     Option(
         "snapshot.clean-empty-directories",
-        _parse_bool,
+        parse_bool,
         False,
         "Whether expiration removes the bucket and partition directories it empties "
         "(costly on object stores).",
@@ -701,26 +563,26 @@ PARTITION_EXPIRATION_CHECK_INTERVAL = _declare(
 PARTITION_EXPIRATION_STRATEGY = _declare(
     Option(
         "partition.expiration-strategy",
-        _parse_str,
+        parse_str,
         "values-time",
         "How a partition's age is found: values-time (from its values, see "
         "partition.timestamp-pattern and -formatter) or update-time (its newest file).",
-        _one_of("values-time", "update-time"),
+        one_of("values-time", "update-time"),
     )
 )
 PARTITION_EXPIRATION_MAX_NUM = _declare(
     Option(
         "partition.expiration-max-num",
-        _parse_int,
+        parse_int,
         100,
         "Partitions dropped at most by one expiration run.",
-        _at_least(1),
+        at_least(1),
     )
 )
 PARTITION_TIMESTAMP_FORMATTER = _declare(
     Option(
         "partition.timestamp-formatter",
-        _parse_str,
+        parse_str,
         "",
         "Java DateTimeFormatter pattern of the partition time, e.g. yyyyMMdd; empty: "
         "the lenient yyyy-M-d[ H:m:s[.fraction]].",
@@ -729,7 +591,7 @@ PARTITION_TIMESTAMP_FORMATTER = _declare(
 PARTITION_TIMESTAMP_PATTERN = _declare(
     Option(
         "partition.timestamp-pattern",
-        _parse_str,
+        parse_str,
         "",
         "How partition values form the partition time, e.g. '$dt $hour:00:00'; empty: "
         "the first partition field.",
