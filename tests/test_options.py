@@ -131,6 +131,8 @@ DECLARED_KEYS = {
     "FIELDS_DEFAULT_AGGREGATE_FUNCTION": "fields.default-aggregate-function",
     "FIELDS_IGNORE_RETRACT": "fields.<field>.ignore-retract",
     "FIELDS_LIST_AGG_DELIMITER": "fields.<field>.list-agg-delimiter",
+    "FIELDS_DISTINCT": "fields.<field>.distinct",
+    "FIELDS_NESTED_KEY": "fields.<field>.nested-key",
     "AGGREGATION_REMOVE_RECORD_ON_DELETE": "aggregation.remove-record-on-delete",
     "PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE": "partial-update.remove-record-on-delete",
     "SEQUENCE_FIELD": "sequence.field",

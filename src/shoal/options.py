@@ -262,6 +262,12 @@ FIELDS_IGNORE_RETRACT = _declare(
 FIELDS_LIST_AGG_DELIMITER = _declare(
     Option("fields.<field>.list-agg-delimiter", parse_str, ",", _AGG + "listagg's separator.")
 )
+FIELDS_DISTINCT = _declare(
+    Option("fields.<field>.distinct", parse_bool, False, _AGG + "collect keeps distinct values.")
+)
+FIELDS_NESTED_KEY = _declare(
+    Option("fields.<field>.nested-key", parse_str, "", _AGG + "nested_update's row key.")
+)
 AGGREGATION_REMOVE_RECORD_ON_DELETE = _declare(
     Option("aggregation.remove-record-on-delete", parse_bool, False, _AGG + "-D removes.")
 )

@@ -203,10 +203,12 @@ def test_aggregation_refuses_deletes_a_function_cannot_take(tmp_path: Path) -> N
     ("options", "error"),
     [
         ({"fields.v.aggregate-function": "count"}, shoal.InvalidOptionError),
-        ({"fields.v.aggregate-function": "collect"}, shoal.UnsupportedFeatureError),
+        ({"fields.v.aggregate-function": "collect"}, shoal.InvalidOptionError),
+        ({"fields.v.aggregate-function": "rbm64"}, shoal.UnsupportedFeatureError),
+        ({"fields.v.aggregate-function": "nested_partial_update"}, shoal.UnsupportedFeatureError),
         ({"fields.v.aggregate-function": "bool_and"}, shoal.InvalidOptionError),
         ({"fields.default-aggregate-function": "listagg"}, shoal.InvalidOptionError),
-        ({"fields.v.distinct": "true"}, shoal.UnsupportedFeatureError),
+        ({"fields.v.aggregate-function": "hll_sketch"}, shoal.InvalidOptionError),
         ({"deletion-vectors.enabled": "true"}, shoal.UnsupportedFeatureError),
     ],
 )

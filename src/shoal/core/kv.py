@@ -86,11 +86,14 @@ PARTIAL_UPDATE = "partial-update"
 @dataclass(frozen=True, slots=True)
 class FieldFunction:
     """How one column of an ``aggregation`` table combines the rows of a key: the
-    aggregate function's name, whether it skips retractions, and listagg's delimiter."""
+    aggregate function's name, whether it skips retractions, listagg's delimiter,
+    whether collect keeps distinct elements, and nested_update's nested key."""
 
     function: str
     ignore_retract: bool = False
     delimiter: str = ","
+    distinct: bool = False
+    nested_key: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,10 @@
 ``aggregation`` each column's aggregate function.
 
 Every option of an engine is implemented as Paimon defines it or refused when the table
-opens: an aggregate function shoal does not implement (``collect``, ``merge_map``, the
-sketches and bitmaps), partial-update's sequence groups and its aggregate functions,
-per-column options shoal does not read. Paimon's function names and type rules are
+opens: an aggregate function shoal does not implement (``rbm64``, and the functions of
+later Paimon releases), values whose Java hash order shoal does not reproduce,
+partial-update's sequence groups and its aggregate functions, per-column options shoal
+does not read. Paimon's function names and type rules are
 those of its ``FieldAggregatorFactory`` implementations (0.9 and 1.0 know the same set).
 """
 
@@ -37,10 +38,12 @@ _ORDERED = (
     | {"TIMESTAMP", "TIMESTAMP_LTZ", "TIMESTAMP WITH LOCAL TIME ZONE"}
 )
 
-# Aggregate functions shoal implements, with the column types each accepts (None: any).
+_BINARY = {"VARBINARY", "BYTES"}
+# Aggregate functions shoal implements, with the column types each accepts (None: any;
+# the collection functions' types are checked in _collection).
 IMPLEMENTED: dict[str, set[str] | None] = {
-    "sum": _INTEGERS | _FLOATS,
-    "product": _INTEGERS | _FLOATS,
+    "sum": _INTEGERS | _FLOATS | {"DECIMAL"},
+    "product": _INTEGERS | _FLOATS | {"DECIMAL"},
     "max": _ORDERED,
     "min": _ORDERED,
     "last_value": None,
@@ -50,26 +53,42 @@ IMPLEMENTED: dict[str, set[str] | None] = {
     "listagg": {"STRING", "VARCHAR"},
     "bool_and": {"BOOLEAN"},
     "bool_or": {"BOOLEAN"},
+    "collect": {"ArrayType"},
+    "merge_map": {"MapType"},
+    "nested_update": {"ArrayType"},
+    "hll_sketch": _BINARY,
+    "theta_sketch": _BINARY,
+    "rbm32": _BINARY,
     "primary-key": None,
 }
 # Functions that accept retractions (-U, -D rows); the others need ignore-retract.
-RETRACTABLE = {"sum", "product", "last_value", "last_non_null_value", "primary-key"}
-# Paimon's functions that shoal does not implement (refused), and its legacy spelling.
-UNIMPLEMENTED = {
+RETRACTABLE = {
+    "sum",
+    "product",
+    "last_value",
+    "last_non_null_value",
     "collect",
     "merge_map",
-    "merge_map_with_keytime",
     "nested_update",
-    "nested_partial_update",
-    "hll_sketch",
-    "theta_sketch",
-    "rbm32",
-    "rbm64",
+    "primary-key",
+}
+# Paimon's functions that shoal does not implement (refused), with the reason.
+UNIMPLEMENTED = {
+    "rbm64": "Paimon 0.9 and 1.0 store it in RoaringBitmap's own Roaring64Bitmap layout "
+    "(an adaptive radix tree of containers), which shoal does not read or write",
+    "merge_map_with_keytime": "it exists only in Paimon releases after 1.0",
+    "nested_partial_update": "it exists only in Paimon releases after 1.0",
 }
 _ALIASES = {"first_not_null_value": "first_non_null_value"}
 # Per-column keys that shoal reads; any other fields.<f>.<x> on an aggregation or
 # partial-update table is one of Paimon's that shoal does not implement.
-_READ_SUFFIXES = (".aggregate-function", ".ignore-retract", ".list-agg-delimiter")
+_READ_SUFFIXES = (
+    ".aggregate-function",
+    ".ignore-retract",
+    ".list-agg-delimiter",
+    ".distinct",
+    ".nested-key",
+)
 
 
 def _root(t: T.DataType) -> str:
@@ -196,7 +215,8 @@ def _function(
     if function in UNIMPLEMENTED:
         raise UnsupportedFeatureError(
             f"column {name!r} aggregates with {function} ({key}), which shoal does not "
-            "implement; read and write the table with Paimon's own engines",
+            f"implement: {UNIMPLEMENTED[function]}; read and write the table with Paimon's "
+            "own engines",
             feature=key,
         )
     if function not in IMPLEMENTED:
@@ -204,11 +224,69 @@ def _function(
     accepted = IMPLEMENTED[function]
     root = _root(dtype)
     if accepted is not None and root not in accepted:
-        if function in ("sum", "product") and root == "DECIMAL":
-            raise UnsupportedFeatureError(
-                f"column {name!r} aggregates DECIMAL values with {function} ({key}), which "
-                "shoal does not implement",
-                feature=key,
-            )
         raise InvalidOptionError(key, function, f"{function} does not take {root} column {name!r}")
-    return FieldFunction(function, ignore, delimiter)
+    distinct = for_field(O.FIELDS_DISTINCT, name).get(raw)
+    nested = for_field(O.FIELDS_NESTED_KEY, name).get(raw)
+    nested_key = tuple(nested.split(",")) if nested else ()
+    if function in ("collect", "merge_map", "nested_update"):
+        _collection(name, function, dtype, key, distinct=distinct, nested_key=nested_key)
+    return FieldFunction(function, ignore, delimiter, distinct, nested_key)
+
+
+def _unordered(name: str, key: str, what: str) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(
+        f"column {name!r} ({key}) puts {what} in a Java hash table whose iteration order "
+        "Paimon writes into the merged value; shoal reproduces that order only for BOOLEAN, "
+        "TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DATE, TIME and STRING values (and "
+        "nested keys of fixed-width fields), so it does not merge this column",
+        feature=key,
+    )
+
+
+def _collection(
+    name: str,
+    function: str,
+    dtype: T.DataType,
+    key: str,
+    *,
+    distinct: bool,
+    nested_key: tuple[str, ...],
+) -> None:
+    """Paimon's type rules for collect, merge_map and nested_update, and the values
+    whose Java hash order shoal reproduces."""
+    if function == "merge_map":
+        assert isinstance(dtype, T.MapType)
+        if not _hashable(dtype.key):
+            raise _unordered(name, key, f"map keys of type {_root(dtype.key)}")
+        return
+    assert isinstance(dtype, T.ArrayType)
+    element = dtype.element
+    if function == "collect":
+        if distinct and not isinstance(element, T.RowType) and not _hashable(element):
+            raise _unordered(name, key, f"distinct elements of type {_root(element)}")
+        return
+    if not isinstance(element, T.RowType):
+        raise InvalidOptionError(
+            key, function, f"nested_update takes ARRAY<ROW> columns, not column {name!r}"
+        )
+    fields = {f.name: f.type for f in element.fields}
+    for part in nested_key:
+        if part not in fields:
+            raise InvalidOptionError(
+                for_field(O.FIELDS_NESTED_KEY, name).key,
+                ",".join(nested_key),
+                f"{part!r} is not a field of the rows of column {name!r}",
+            )
+        t = fields[part]
+        if not isinstance(t, T.AtomicType) or t.root not in _ROW_KEY_TYPES:
+            raise _unordered(name, key, f"rows keyed by a {_root(t)} field")
+
+
+_HASHABLE = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE"}
+_HASHABLE |= {"DATE", "TIME"}
+_ROW_KEY_TYPES = set(_HASHABLE)
+_HASHABLE |= {"CHAR", "VARCHAR", "STRING"}
+
+
+def _hashable(t: T.DataType) -> bool:
+    return isinstance(t, T.AtomicType) and t.root in _HASHABLE

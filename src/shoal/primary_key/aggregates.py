@@ -27,6 +27,9 @@ import pyarrow.compute as pc
 
 from shoal.core.kv import FieldFunction
 from shoal.errors import InvalidInputDataError
+from shoal.primary_key.collection_aggregates import COLLECTIONS, collection_aggregate
+from shoal.primary_key.decimal_aggregates import decimal_fold
+from shoal.primary_key.sketch_aggregates import SKETCHES, sketch_union
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +109,8 @@ def aggregate(
     fn = function.function
     if fn == "primary-key":
         return values.take(pa.array(groups.lasts))
+    if fn in COLLECTIONS:
+        return collection_aggregate(name, function, values, retract, (groups.starts, groups.sizes))
     considered = ~retract if function.ignore_retract else np.ones(len(retract), dtype=bool)
     if fn not in ("sum", "product", "last_value", "last_non_null_value"):
         _no_retract(name, function, retract & considered)
@@ -123,7 +128,11 @@ def aggregate(
     rows = np.flatnonzero(considered & valid)
     present = np.zeros(groups.count, dtype=bool)
     present[groups.group_of[rows]] = True
-    if fn in ("max", "min"):
+    if fn in SKETCHES:
+        return sketch_union(name, fn, values, rows, (groups.group_of, groups.count))
+    if fn in ("sum", "product") and pa.types.is_decimal(values.type):
+        out = decimal_fold(fn, values, rows, retract, _segments(rows, groups))
+    elif fn in ("max", "min"):
         out = _extreme(values, rows, groups, fn)
     elif fn == "listagg":
         out = _listagg(values, rows, groups, function.delimiter)

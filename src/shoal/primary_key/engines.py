@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from shoal.core import kv
+from shoal.core.merge_engine import RETRACTABLE
 from shoal.core.kv import AGGREGATION, KeyValueLayout, MergeSettings
 from shoal.errors import InvalidInputDataError, UnsupportedFeatureError
 from shoal.primary_key.aggregates import Groups, aggregate, column, pick, take
@@ -209,9 +210,7 @@ def retractable(settings: MergeSettings) -> str | None:
         refusing = [
             name
             for name, f in settings.functions
-            if not f.ignore_retract
-            and f.function not in ("sum", "product", "last_value", "last_non_null_value")
-            and f.function != "primary-key"
+            if not f.ignore_retract and f.function not in RETRACTABLE
         ]
         if refusing:
             return (
