@@ -16,7 +16,7 @@ from shoal.format.index_manifest import decode_index_manifest
 from shoal.format.snapshot import Snapshot
 
 # Directories whose files cleanup never removes, and the hint files.
-_METADATA_DIRS = ("schema", "tag", "snapshot")
+_METADATA_DIRS = ("schema", "tag", "snapshot", "changelog")
 
 
 def roots(table: shoal.Table) -> list[Snapshot]:
@@ -54,6 +54,8 @@ def reachable(table: shoal.Table) -> set[str]:
         out.add(store.paths.manifest_path(snapshot.base_manifest_list))
         out.add(store.paths.manifest_path(snapshot.delta_manifest_list))
         out.update(changelog_files_of(store, snapshot))
+    for changelog in store.changelogs.changelogs():
+        out.update(changelog_files_of(store, changelog))
     return out
 
 
@@ -61,15 +63,16 @@ def changelog_files_of(store: FileStore, snapshot: Snapshot) -> set[str]:
     """Paths of the snapshot's changelog manifest list, its manifests and the changelog
     files they add. A tag's changelog files go when its snapshot expires (as Paimon
     expires them; its manifests stay with the tag), so only a snapshot still there
-    reaches them."""
+    reaches them, or a long-lived changelog of it (a changelog that outlives its
+    snapshot)."""
     name = snapshot.changelog_manifest_list
     if not name:
         return set()
     out = {store.paths.manifest_path(name)}
     metas = store.manifests.read_list(name)
     out.update(store.paths.manifest_path(m.file_name) for m in metas)
-    found = store.snapshots.find(snapshot.id)
-    if found is None or found.changelog_manifest_list != name:
+    holders = (store.snapshots.find(snapshot.id), store.changelogs.find(snapshot.id))
+    if all(h is None or h.changelog_manifest_list != name for h in holders):
         return out  # expired (or restored from its tag without its changelog)
     for part in store.manifests.read_manifests(metas):
         for entry in part:
@@ -87,6 +90,17 @@ def stored(table: shoal.Table) -> set[str]:
         if relative.split(os.sep)[0] in _METADATA_DIRS:
             continue
         out.update(os.path.join(directory, f) for f in files)
+    return out
+
+
+def changelog_rows(table: shoal.Table) -> dict[int, list[dict[str, object]]]:
+    """The changelog of every long-lived changelog, by id: its rows with their kinds."""
+    out = {}
+    for changelog_id in table._store.changelogs.list_ids():
+        rows = table.incremental(
+            changelog_id - 1, changelog_id, scan_mode="changelog", row_kind=True
+        )
+        out[changelog_id] = _sorted(rows)
     return out
 
 

@@ -35,6 +35,9 @@ VALID = {
     "partition.expiration-time": "30 d",
     "dynamic-bucket.initial-buckets": "1",
     "dynamic-bucket.assigner-parallelism": "1",
+    "changelog.num-retained.min": "10",
+    "changelog.num-retained.max": "10",
+    "changelog.time-retained": "1 h",
 }
 
 

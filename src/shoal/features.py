@@ -209,32 +209,41 @@ _ARGUMENTS = {
 
 
 _CHANGELOG_RETENTION = (
-    ("changelog.num-retained.min", O.SNAPSHOT_NUM_RETAINED_MIN, int),
-    ("changelog.num-retained.max", O.SNAPSHOT_NUM_RETAINED_MAX, int),
-    ("changelog.time-retained", O.SNAPSHOT_TIME_RETAINED, O.parse_duration),
+    (O.CHANGELOG_NUM_RETAINED_MIN, O.SNAPSHOT_NUM_RETAINED_MIN),
+    (O.CHANGELOG_NUM_RETAINED_MAX, O.SNAPSHOT_NUM_RETAINED_MAX),
+    (O.CHANGELOG_TIME_RETAINED, O.SNAPSHOT_TIME_RETAINED),
 )
 
 
-def decoupled_changelog(options: Mapping[str, str]) -> tuple[Feature, str] | None:
-    """The option that makes changelogs outlive their snapshots (Paimon's decoupled
-    changelog lifecycle: a ``changelog.*`` retention above its snapshot counterpart),
-    with its value; None when changelogs expire with their snapshots, the one lifecycle
-    shoal implements (a changelog retention at or below the snapshot one changes
-    nothing then).
+def changelog_retention_above(options: Mapping[str, str]) -> tuple[str, str] | None:
+    """The first ``changelog.*`` retention option above its ``snapshot.*`` counterpart,
+    with its value: what makes changelogs outlive their snapshots (Paimon's decoupled
+    changelog lifecycle); None when they expire together.
 
     Raises InvalidOptionError for a value that does not parse."""
-    for key, snapshot_option, parse in _CHANGELOG_RETENTION:
-        text = options.get(key)
-        if text is None:
-            continue
-        try:
-            value: Any = parse(text)
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise InvalidOptionError(key, text, str(exc)) from None
-        if value > snapshot_option.get(options):
-            what = _named("changelogs kept longer than their snapshots ({value})")
-            return Feature(key, what, lambda _v, _pk: False, "write"), text
+    for option, snapshot_option in _CHANGELOG_RETENTION:
+        value: Any = option.get(options)
+        if value is not None and value > snapshot_option.get(options):
+            return option.key, options[option.key]
     return None
+
+
+def decoupled_changelog(options: Mapping[str, str]) -> tuple[Feature, str] | None:
+    """The decoupled changelog lifecycle where shoal does not implement it, with the
+    option that asks for it: a table without a changelog producer, whose changelog is
+    the data files of its APPEND commits (Paimon's expiration then keeps those files and
+    the snapshots' data manifest lists for the changelog). None otherwise.
+
+    Raises InvalidOptionError for a value that does not parse."""
+    above = changelog_retention_above(options)
+    if above is None or options.get("changelog-producer", "none") != "none":
+        return None
+    key, text = above
+    what = _named(
+        "changelogs kept longer than their snapshots ({value}) on a table without a "
+        "changelog producer (set 'changelog-producer' = 'input' to keep a changelog)"
+    )
+    return Feature(key, what, lambda _v, _pk: False, "write"), text
 
 
 def unimplemented(

@@ -539,6 +539,36 @@ SNAPSHOT_EXPIRE_LIMIT = _declare(
     )
 )
 
+CHANGELOG_NUM_RETAINED_MIN = _declare(
+    Option(
+        "changelog.num-retained.min",
+        _optional_int,
+        None,
+        "Changelogs always kept by expiration; none: snapshot.num-retained.min. Above it, "
+        "expired snapshots keep their changelog (changelog/changelog-<id>).",
+        _optional_positive,
+    )
+)
+CHANGELOG_NUM_RETAINED_MAX = _declare(
+    Option(
+        "changelog.num-retained.max",
+        _optional_int,
+        None,
+        "Changelogs kept at most by expiration; none: snapshot.num-retained.max. Above it, "
+        "expired snapshots keep their changelog.",
+        _optional_positive,
+    )
+)
+CHANGELOG_TIME_RETAINED = _declare(
+    Option(
+        "changelog.time-retained",
+        _optional_duration,
+        None,
+        "Age below which changelogs are kept by expiration; none: snapshot.time-retained. "
+        "Above it, expired snapshots keep their changelog.",
+    )
+)
+
 SNAPSHOT_CLEAN_EMPTY_DIRECTORIES = _declare(
     Option(
         "snapshot.clean-empty-directories",
@@ -639,6 +669,15 @@ def validate(raw: Mapping[str, str]) -> None:
             SNAPSHOT_NUM_RETAINED_MAX.key,
             retain_max,
             f"must not be less than {SNAPSHOT_NUM_RETAINED_MIN.key} ({retain_min})",
+        )
+    changelog_min = CHANGELOG_NUM_RETAINED_MIN.get(raw)
+    changelog_max = CHANGELOG_NUM_RETAINED_MAX.get(raw)
+    if (changelog_max or retain_max) < (changelog_min or retain_min):
+        raise InvalidOptionError(
+            CHANGELOG_NUM_RETAINED_MAX.key,
+            changelog_max if changelog_max is not None else f"unset ({retain_max})",
+            f"must not be less than {CHANGELOG_NUM_RETAINED_MIN.key} "
+            f"({changelog_min if changelog_min is not None else retain_min})",
         )
 
 

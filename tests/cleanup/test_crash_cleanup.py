@@ -28,13 +28,14 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 import shoal
+from shoal import options as O
 from shoal.core.paths import data_file_path
 from shoal.core.plan import read_manifest_metas
 from shoal.errors import ShoalError, TagNotFoundError
@@ -44,6 +45,7 @@ from shoal.table import Table
 from tests.faults import WRITES, Crash, FaultyFileIO
 from tests.reachability import reachable, roots, rows_of_every_root
 from tests.reliability.helpers import (
+    DAY1,
     DAY4,
     Fault,
     Operation,
@@ -93,6 +95,10 @@ class Case:
     latest: int
     tree: set[str]  # tree() after an uninterrupted run
     calls: list[tuple[str, str]]  # mutating FileIO calls of an uninterrupted run
+    # The changelog of every snapshot and long-lived changelog before, by id, and the
+    # long-lived changelogs an uninterrupted run keeps.
+    changelogs: dict[int, list[dict[str, object]]] = field(default_factory=dict)
+    kept_changelogs: list[int] = field(default_factory=list)
 
     @staticmethod
     def prepare(source: Path, operation: Operation, scratch: Path) -> Case:
@@ -111,6 +117,8 @@ class Case:
             latest=before.latest_snapshot().id,
             tree=tree(reference),
             calls=[(method, os.path.relpath(path, reference)) for method, path in counter.log],
+            changelogs=_changelog_rows(before),
+            kept_changelogs=after._store.changelogs.list_ids(),
         )
         assert case.calls
         # The uninterrupted run itself keeps every remaining snapshot and tag exact.
@@ -134,6 +142,24 @@ def _check_reads(case: Case, table: Table, where: str) -> None:
         assert sorted_rows(table.to_arrow(tag=name)) == case.rows[f"t:{name}"], (
             f"{where}: tag {name}"
         )
+    for changelog_id in case.kept_changelogs:  # kept long-lived changelogs read whole
+        changes = table.incremental(
+            changelog_id - 1, changelog_id, scan_mode="changelog", row_kind=True
+        )
+        assert sorted_rows(changes) == case.changelogs[changelog_id], (
+            f"{where}: changelog {changelog_id}"
+        )
+
+
+def _changelog_rows(table: Table) -> dict[int, list[dict[str, object]]]:
+    """The changelog of every snapshot and long-lived changelog of a changelog table."""
+    if table._store.options.get(O.CHANGELOG_PRODUCER) == "none":
+        return {}
+    ids = [*table._store.changelogs.list_ids(), *(s.id for s in table.snapshots())]
+    return {
+        i: sorted_rows(table.incremental(i - 1, i, scan_mode="changelog", row_kind=True))
+        for i in sorted(set(ids))
+    }
 
 
 def _check_leftovers(case: Case, work: Path, where: str) -> None:
@@ -409,3 +435,40 @@ def test_remove_orphan_index_files(index_source: Path, tmp_path: Path, fault: Fa
     assert any(p.startswith("index/") for p in deleted)
     assert any(p.startswith("manifest/index-manifest-") for p in deleted)
     _sweep(case, remove_orphans, tmp_path, fault, rerun=lambda t: remove_orphans(t, age=True))
+
+
+# --- changelogs that outlive their snapshots ----------------------------------------------------
+def changelog_table(root: Path) -> Path:
+    """The history of :func:`primary_key_table` on a table with the ``input`` changelog
+    producer whose changelogs outlive its snapshots (``changelog.time-retained``)."""
+    source = primary_key_table(root)
+    table = shoal.open_table(str(source))
+    with table.update_schema() as update:
+        update.set_option("changelog-producer", "input")
+        update.set_option("changelog.time-retained", "2 h")
+    table = shoal.open_table(str(source))
+    for version in (7, 8, 9):
+        table.upsert(rows([1, 9], DAY1, version=version))
+    table.delete(rows([9], DAY1))
+    return source
+
+
+@pytest.fixture(scope="module")
+def changelog_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return changelog_table(tmp_path_factory.mktemp("changelog"))
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=str)
+def test_expire_snapshots_keeping_their_changelogs(
+    changelog_source: Path, tmp_path: Path, fault: Fault
+) -> None:
+    """Snapshot expiration keeps each expired snapshot as a long-lived changelog, then
+    changelog expiration removes all but the newest (the changelog's retain_max is the
+    run's, only its age is longer): a fault at any step leaves every kept snapshot,
+    tag and long-lived changelog readable, and what it leaves behind is unreferenced."""
+    case = Case.prepare(changelog_source, expire, tmp_path / "reference")
+    assert case.kept_snapshots == [14, 15, 16]
+    assert case.kept_changelogs == [13]
+    written = {path for method, path in case.calls if method == "try_create"}
+    assert {f"changelog/changelog-{i}" for i in range(1, 14)} <= written
+    _sweep(case, expire, tmp_path, fault, leftovers_allowed=True)

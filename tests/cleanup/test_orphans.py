@@ -227,7 +227,10 @@ def test_files_of_branches_and_long_lived_changelogs_stay(tmp_path: Path) -> Non
     changelog = _stray(t, "changelog/changelog-3")
     shutil.copyfile(os.path.join(snapshot_dir, "snapshot-3"), changelog)
     needed = _reached(t)
+    kept = Path(changelog).read_bytes()
     t.rollback_to(snapshot_id=1)
+    assert not os.path.exists(changelog)  # a rollback removes later changelogs
+    Path(changelog).write_bytes(kept)  # as if snapshot 3 had expired into it
     _age(t.path)
     result = _clean(t)
     assert result.deleted_count == 0

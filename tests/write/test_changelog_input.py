@@ -107,11 +107,16 @@ def test_expiration_deletes_changelog_and_orphan_cleanup_keeps_it(tmp_path: Path
         {"changelog.num-retained.min": "11"},
     ],
 )
-def test_changelogs_kept_longer_than_snapshots_are_refused(
+def test_changelogs_kept_longer_than_snapshots_need_a_changelog_producer(
     tmp_path: Path, options: dict[str, str]
 ) -> None:
+    """With ``input`` the changelog outlives its snapshots (tests/cleanup/
+    test_changelog_expire.py); without a producer that lifecycle is refused."""
+    make(tmp_path, **options)
     with pytest.raises(shoal.UnsupportedFeatureError) as info:
-        make(tmp_path, **options)
+        shoal.Catalog(str(tmp_path)).create_table(
+            "db.none", SCHEMA, primary_keys=["id"], options=options
+        )
     assert info.value.feature.startswith("changelog.")
 
 

@@ -32,6 +32,14 @@ What goes with them:
   snapshot ``end`` nor such a tag names.
 - The snapshot files, oldest first, then the ``EARLIEST`` hint.
 
+When changelogs outlive snapshots (a ``changelog.*`` retention above its ``snapshot.*``
+counterpart, Paimon's decoupled lifecycle) the changelog files, the changelog manifest
+lists and their manifests stay, and each snapshot's JSON is kept as
+``changelog/changelog-<id>`` (with the ``LATEST`` hint of that directory) just before
+its snapshot file goes; data files, data manifests, index files and the other manifest
+lists go by the rules above. The long-lived changelogs then expire by their own rules
+(:mod:`shoal.cleanup.changelog_expire`).
+
 Everything is read before anything is deleted, and a manifest that cannot be read
 cancels the deletions that depend on it: its snapshot's data files, the index files
 of an expired snapshot's index manifest, or all manifest and index deletion of the
@@ -60,6 +68,7 @@ from functools import partial
 from shoal import features
 from shoal import options as O
 from shoal.cleanup.auto_tags import expire_tags
+from shoal.cleanup.changelog_expire import expire_changelogs
 from shoal.cleanup.clock import epoch_millis
 from shoal.cleanup.directories import ancestors, remove_empty_directories
 from shoal.cleanup.index_files import index_file_paths, index_names
@@ -96,6 +105,22 @@ class ExpireResult:
     deleted_data_files: int = 0
     deleted_manifest_files: int = 0  # manifests, manifest lists and index manifests
     deleted_index_files: int = 0
+    kept_changelogs: int = 0  # expired snapshots kept as long-lived changelogs
+    expired_changelogs: int = 0  # long-lived changelogs removed
+
+    def __add__(self, other: ExpireResult) -> ExpireResult:
+        return ExpireResult(*(a + b for a, b in zip(_counts(self), _counts(other), strict=True)))
+
+
+def _counts(result: ExpireResult) -> tuple[int, ...]:
+    return (
+        result.expired_snapshots,
+        result.deleted_data_files,
+        result.deleted_manifest_files,
+        result.deleted_index_files,
+        result.kept_changelogs,
+        result.expired_changelogs,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +132,20 @@ class ExpireConfig:
     threshold_ms: int  # a snapshot whose successor is at least this new stays
     limit: int
     clean_empty_directories: bool = False
+    # The changelog's retention (``changelog.*``, each falling back to the snapshot
+    # value): above the snapshots', expired snapshots are kept as long-lived changelogs.
+    changelog_retain_min: int | None = None
+    changelog_retain_max: int | None = None
+    changelog_threshold_ms: int | None = None
+
+    @property
+    def decoupled(self) -> bool:
+        """Whether changelogs outlive their snapshots (Paimon's ``ExpireConfig``)."""
+        return (
+            (self.changelog_retain_max or self.retain_max) > self.retain_max
+            or (self.changelog_retain_min or self.retain_min) > self.retain_min
+            or (self.changelog_threshold_ms or self.threshold_ms) < self.threshold_ms
+        )
 
     @staticmethod
     def of(
@@ -142,12 +181,26 @@ class ExpireConfig:
         if older_than is not None and not isinstance(older_than, datetime):
             raise InvalidArgumentError(f"older_than must be a datetime, not {older_than!r}")
         threshold = older_than or (now or datetime.now()) - options.get(O.SNAPSHOT_TIME_RETAINED)
+        changelog_time = options.get(O.CHANGELOG_TIME_RETAINED)
+        changelog_min = options.get(O.CHANGELOG_NUM_RETAINED_MIN) or retain_min
+        changelog_max = options.get(O.CHANGELOG_NUM_RETAINED_MAX) or retain_max
+        if changelog_max < changelog_min:
+            raise InvalidArgumentError(
+                f"the changelog's retain_max ({changelog_max}) must not be less than its "
+                f"retain_min ({changelog_min}); set {O.CHANGELOG_NUM_RETAINED_MAX.key}"
+            )
+        changelog_threshold = (
+            threshold if changelog_time is None else (now or datetime.now()) - changelog_time
+        )
         return ExpireConfig(
             retain_min=retain_min,
             retain_max=retain_max,
             threshold_ms=epoch_millis(threshold),
             limit=max_deletes or options.get(O.SNAPSHOT_EXPIRE_LIMIT),
             clean_empty_directories=options.get(O.SNAPSHOT_CLEAN_EMPTY_DIRECTORIES),
+            changelog_retain_min=changelog_min,
+            changelog_retain_max=changelog_max,
+            changelog_threshold_ms=epoch_millis(changelog_threshold),
         )
 
 
@@ -179,22 +232,45 @@ def expire_snapshots(
 def run_expiration(
     store: FileStore, config: ExpireConfig, *, delete: BulkDelete | None = None
 ) -> ExpireResult:
-    """Expire the snapshots ``config`` lets go (see the module docstring).
+    """Expire the snapshots ``config`` lets go (see the module docstring), then, when
+    changelogs outlive snapshots, the long-lived changelogs
+    (:mod:`shoal.cleanup.changelog_expire`).
 
     Raises:
-        UnsupportedFeatureError: the table keeps changelogs longer than snapshots
-            (Paimon's decoupled changelog lifecycle, which shoal does not implement:
-            expiring as if it were coupled would delete changelog files Paimon keeps).
+        UnsupportedFeatureError: the table keeps changelogs longer than snapshots but
+            has no changelog producer, a lifecycle shoal does not implement.
     """
     decoupled = features.decoupled_changelog(store.schema.options)
     if decoupled is not None:
         feature, value = decoupled
         raise UnsupportedFeatureError(
             f"table {store.uri!r} keeps changelogs longer than snapshots ({feature.key} = "
-            f"{value!r}), which shoal's expiration does not implement; expire it with "
-            "Paimon's own engines, or give the changelog the snapshot retention",
+            f"{value!r}) without a changelog producer, which shoal's expiration does not "
+            "implement; expire it with Paimon's own engines, or give the changelog the "
+            "snapshot retention",
             feature=feature.key,
         )
+    delete = delete or partial(delete_paths, store.file_io)
+    result = _expire_snapshots(store, config, delete)
+    if config.decoupled:
+        assert config.changelog_retain_min is not None
+        assert config.changelog_retain_max is not None
+        assert config.changelog_threshold_ms is not None
+        expired, data, manifests = expire_changelogs(
+            store,
+            retain_min=config.changelog_retain_min,
+            retain_max=config.changelog_retain_max,
+            threshold_ms=config.changelog_threshold_ms,
+            limit=config.limit,
+            delete=delete,
+        )
+        result += ExpireResult(
+            deleted_data_files=data, deleted_manifest_files=manifests, expired_changelogs=expired
+        )
+    return result
+
+
+def _expire_snapshots(store: FileStore, config: ExpireConfig, delete: BulkDelete) -> ExpireResult:
     snapshots = store.snapshots
     latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
     if latest is None or earliest is None:
@@ -204,8 +280,9 @@ def run_expiration(
         if snapshots.hint(EARLIEST) is None:
             snapshots.write_hint(EARLIEST, earliest)
         return ExpireResult()
-    delete = delete or partial(delete_paths, store.file_io)
-    return _expire_until(store, earliest, end, config.clean_empty_directories, delete=delete)
+    return _expire_until(
+        store, earliest, end, config.clean_empty_directories, delete=delete, keep=config.decoupled
+    )
 
 
 def _choose_end(store: FileStore, config: ExpireConfig, earliest: int, latest: int) -> int:
@@ -228,6 +305,7 @@ class _Range:
     begin: int
     end: int
     tagged: list[Snapshot]  # every tag's snapshot, by id
+    keep_changelogs: bool = False  # the snapshots stay as long-lived changelogs
 
 
 @dataclass(slots=True)
@@ -249,7 +327,10 @@ def _expire_until(
     clean_empty_directories: bool,
     *,
     delete: BulkDelete,
+    keep: bool = False,
 ) -> ExpireResult:
+    """Expire ``[earliest, end)``; with ``keep`` each expired snapshot stays as a
+    long-lived changelog, with its changelog manifests and files."""
     reads = store.file_io.concurrent_reads
     found = io_map(store.snapshots.find, range(earliest, end + 1), concurrent=reads)
     by_id = {s.id: s for s in found if s is not None}
@@ -272,7 +353,7 @@ def _expire_until(
     for _ in range(3):
         tag_names = tags.names()
         tagged = sorted((s for _, s in tags.tags()), key=lambda s: s.id)
-        plan = _plan(_Range(store, by_id, begin, end, tagged))
+        plan = _plan(_Range(store, by_id, begin, end, tagged, keep))
         # A tag created on an expiring snapshot meanwhile must be honoured: plan again.
         if tags.names() == tag_names:
             break
@@ -289,6 +370,9 @@ def _expire_until(
     deleted_manifests = _delete_some(delete, plan.manifests)
     deleted_manifests += _delete_some(delete, plan.manifest_lists + plan.index_manifests)
     for snapshot_id in sorted(leftovers) + list(range(begin, end)):
+        if keep and snapshot_id >= begin:
+            # Before the snapshot file goes: a crash in between leaves both, the same JSON.
+            store.changelogs.keep(by_id[snapshot_id])
         store.file_io.delete(store.paths.snapshot_path(snapshot_id))
         store.snapshots.forget(snapshot_id)
     store.snapshots.write_hint(EARLIEST, end)
@@ -301,7 +385,8 @@ def _expire_until(
         deleted_index,
         deleted_manifests,
     )
-    return ExpireResult(expired, deleted_data, deleted_manifests, deleted_index)
+    kept = end - begin if keep else 0
+    return ExpireResult(expired, deleted_data, deleted_manifests, deleted_index, kept)
 
 
 def _plan(expiring: _Range) -> _Plan:
@@ -389,6 +474,8 @@ class _TagSkippers:
 # --- changelog files -----------------------------------------------------------------------------
 def _plan_changelog_files(expiring: _Range, plan: _Plan) -> None:
     store = expiring.store
+    if expiring.keep_changelogs:
+        return  # they stay with the long-lived changelogs
     for snapshot in (expiring.by_id[i] for i in range(expiring.begin, expiring.end)):
         if not snapshot.changelog_manifest_list:
             continue
@@ -424,7 +511,9 @@ def _plan_manifests(expiring: _Range, plan: _Plan) -> None:
     doomed_index_manifests: set[str] = set()
     doomed_index_files: set[str] = set()
     for snapshot_id in range(begin, end):
-        lists, manifests = _manifest_names(store, by_id[snapshot_id], strict=False)
+        lists, manifests = _manifest_names(
+            store, by_id[snapshot_id], strict=False, changelog=not expiring.keep_changelogs
+        )
         doomed_lists.update(lists)
         doomed_manifests.update(manifests)
         index = index_names(store, by_id[snapshot_id], strict=False)
@@ -441,15 +530,16 @@ def _plan_manifests(expiring: _Range, plan: _Plan) -> None:
 
 
 def _manifest_names(
-    store: FileStore, snapshot: Snapshot, *, strict: bool
+    store: FileStore, snapshot: Snapshot, *, strict: bool, changelog: bool = True
 ) -> tuple[list[str], list[str]]:
-    """The manifest lists of a snapshot, and the manifests they name.
+    """The manifest lists of a snapshot (without its changelog list unless
+    ``changelog``), and the manifests they name.
 
     An unreadable list raises when ``strict``; otherwise only its own name is given
     (the manifests it names stay for orphan cleanup). Statistics files are left
     alone, for orphan cleanup."""
     lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
-    if snapshot.changelog_manifest_list:
+    if changelog and snapshot.changelog_manifest_list:
         lists.append(snapshot.changelog_manifest_list)
     names: list[str] = []
     for name in lists:

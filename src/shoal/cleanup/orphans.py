@@ -45,7 +45,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence, Set
 from concurrent.futures import Future
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Protocol, TypeVar
@@ -221,23 +221,29 @@ def table_roots(store: FileStore) -> list[Snapshot]:
     Snapshots are read before tags: a tag is only ever created on an existing snapshot,
     so a tag created meanwhile names a snapshot read already, or is read itself.
     """
-    roots = _roots_of(store.file_io, store.snapshots, store.paths)
+    manifest_dir = store.paths.manifest_dir
+    roots = _roots_of(store.file_io, store.snapshots, store.paths, manifest_dir)
     for branch in _branch_paths(store):
-        roots.extend(_roots_of(store.file_io, SnapshotManager(store.file_io, branch), branch))
+        branch_snapshots = SnapshotManager(store.file_io, branch)
+        roots.extend(_roots_of(store.file_io, branch_snapshots, branch, manifest_dir))
     return roots
 
 
-def _roots_of(file_io: FileIO, snapshots: SnapshotManager, paths: PathFactory) -> list[Snapshot]:
+def _roots_of(
+    file_io: FileIO, snapshots: SnapshotManager, paths: PathFactory, manifest_dir: str
+) -> list[Snapshot]:
     found = io_map(snapshots.find, snapshots.list_ids(), concurrent=file_io.concurrent_reads)
     roots = [s for s in found if s is not None]
     roots.extend(s for _, s in TagManager(file_io, paths).tags())
-    roots.extend(_changelogs(file_io, f"{paths.root}/changelog"))
+    roots.extend(_changelogs(file_io, paths.changelog_dir, manifest_dir))
     return roots
 
 
-def _changelogs(file_io: FileIO, directory: str) -> list[Snapshot]:
-    """Long-lived changelogs (written by Paimon when their lifecycle is decoupled): each
-    holds an expired snapshot whose changelog files readers still use."""
+def _changelogs(file_io: FileIO, directory: str, manifest_dir: str) -> list[Snapshot]:
+    """Long-lived changelogs (kept when their lifecycle is decoupled): each holds an
+    expired snapshot whose changelog files readers still use. The data manifest lists
+    and the index manifest such a snapshot named went with it (Paimon's expiration
+    deletes them, as shoal's does): a changelog reaches only those still there."""
     out = []
     for status in file_io.list_status(directory):
         name = file_name(status.path)
@@ -249,8 +255,27 @@ def _changelogs(file_io: FileIO, directory: str) -> list[Snapshot]:
             data = file_io.read_bytes(status.path)
         except FileNotFoundError:
             continue  # expired meanwhile
-        out.append(Snapshot.from_json(data, status.path))
+        changelog = Snapshot.from_json(data, status.path)
+        out.append(_still_there(file_io, manifest_dir, changelog))
     return out
+
+
+def _still_there(file_io: FileIO, manifest_dir: str, changelog: Snapshot) -> Snapshot:
+    """``changelog`` without the manifest lists and index manifest that are gone."""
+
+    def there(name: str | None) -> bool:
+        return bool(name) and file_io.exists(f"{manifest_dir}/{name}")
+
+    return replace(
+        changelog,
+        base_manifest_list=changelog.base_manifest_list
+        if there(changelog.base_manifest_list)
+        else "",
+        delta_manifest_list=changelog.delta_manifest_list
+        if there(changelog.delta_manifest_list)
+        else "",
+        index_manifest=changelog.index_manifest if there(changelog.index_manifest) else None,
+    )
 
 
 def _branch_paths(store: FileStore) -> list[PathFactory]:
@@ -268,8 +293,9 @@ def manifest_list_names(roots: Iterable[Snapshot]) -> list[str]:
     :class:`~shoal.format.manifest.ListNameReader`)."""
     out: dict[str, None] = {}
     for root in roots:
-        out[root.base_manifest_list] = None
-        out[root.delta_manifest_list] = None
+        for name in (root.base_manifest_list, root.delta_manifest_list):
+            if name:  # a long-lived changelog's data lists may be gone
+                out[name] = None
         if root.changelog_manifest_list:
             out[root.changelog_manifest_list] = None
     return list(out)

@@ -2,7 +2,10 @@
 
 Snapshots after the target go oldest first and the newest last: the latest snapshot
 is the newest snapshot file, so until that last delete a reader sees the table as it
-was, and after it as rolled back; never one of the snapshots in between. Then the tags
+was, and after it as rolled back; never one of the snapshots in between. Then the
+long-lived changelogs after the target go (a rollback to a tag of an expired snapshot
+reaches below the earliest snapshot), newest first, and the changelog ``LATEST`` hint
+moves (to ``-1`` when none is left, as Paimon writes it). Then the tags
 of the dropped snapshots go (a crash before leaves them, still readable, and running
 the rollback again removes them), then the hints move. A tag whose snapshot has
 expired brings it back first: the tag file holds the whole snapshot. Data files,
@@ -55,6 +58,13 @@ def rollback(
     for later in range(target.id + 1, latest + 1):  # the newest last: the switch
         store.file_io.delete(store.paths.snapshot_path(later))
         snapshots.forget(later)
+    changelogs = store.changelogs
+    later_changelogs = [i for i in changelogs.list_ids() if i > target.id]
+    for later in reversed(later_changelogs):
+        changelogs.delete(later)
+    if later_changelogs:
+        left = changelogs.list_ids()
+        changelogs.write_hint(LATEST, left[-1] if left else -1)
     for later_tag, _ in tags.tags():
         if later_tag.snapshot_id > target.id:
             store.file_io.delete(store.paths.tag_path(later_tag.name))

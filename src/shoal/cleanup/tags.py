@@ -10,6 +10,9 @@ anything else still uses is also used by one of the tag's two neighbours: the ne
 older tag, and the nearer of the next tag and the earliest snapshot. Exactly the tag's
 files that neither neighbour uses are deleted.
 
+A long-lived changelog of the tag's snapshot (a changelog that outlives its snapshot)
+keeps the changelog manifest list and the manifests in it.
+
 Order: the tag file goes first, then data files, then manifests, index files, the
 tag's manifest lists and its index manifest. A crash at any point leaves files no
 snapshot or tag references, for orphan cleanup; never a reference to a missing file.
@@ -88,12 +91,21 @@ def _restored_changelog(
     name = snapshot.changelog_manifest_list
     if not name or any(s.changelog_manifest_list == name for _, s in others):
         return []
+    if _kept_as_changelog(store, snapshot):
+        return []
     restored = store.snapshots.find(snapshot.id)
     if restored is None or restored.changelog_manifest_list == name:
         return []
     metas = store.manifests.read_list(name)
     paths = store.paths
     return [*(paths.manifest_path(m.file_name) for m in metas), paths.manifest_path(name)]
+
+
+def _kept_as_changelog(store: FileStore, snapshot: Snapshot) -> bool:
+    """Whether a long-lived changelog of the tagged snapshot names its changelog list
+    (read afresh: changelog expiration may have removed it)."""
+    kept = store.changelogs.find(snapshot.id)
+    return kept is not None and kept.changelog_manifest_list == snapshot.changelog_manifest_list
 
 
 def _neighbours(
@@ -138,9 +150,10 @@ def _unreferenced(
         if m.file_name not in kept_manifests
     ]
     lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
-    if snapshot.changelog_manifest_list:
+    if snapshot.changelog_manifest_list and not _kept_as_changelog(store, snapshot):
         # The tagged snapshot's own changelog list (no other snapshot names it); its
-        # changelog files went when the snapshot expired, as Paimon expires them.
+        # changelog files went when the snapshot expired, as Paimon expires them
+        # (unless the snapshot's changelog outlives it, which then keeps them).
         changelog = store.manifests.read_list(snapshot.changelog_manifest_list)
         manifests += [m.file_name for m in changelog if m.file_name not in kept_manifests]
         lists.append(snapshot.changelog_manifest_list)

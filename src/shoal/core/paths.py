@@ -73,6 +73,14 @@ class PathFactory:
     def manifest_dir(self) -> str:
         return f"{self.root}/manifest"
 
+    @property
+    def changelog_dir(self) -> str:
+        """Where long-lived changelogs lie (Paimon's decoupled changelog lifecycle)."""
+        return f"{self.root}/changelog"
+
+    def changelog_path(self, snapshot_id: int) -> str:
+        return f"{self.changelog_dir}/{CHANGELOG_FILE_PREFIX}{snapshot_id}"
+
     def snapshot_path(self, snapshot_id: int) -> str:
         return f"{self.snapshot_dir}/{SNAPSHOT_PREFIX}{snapshot_id}"
 

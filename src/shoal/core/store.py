@@ -11,6 +11,7 @@ import pyarrow as pa
 from shoal import features
 from shoal import options as O
 from shoal.core import merge_engine
+from shoal.core.changelog_manager import ChangelogManager
 from shoal.core.kv import KeyValueLayout, MergeSettings
 from shoal.core.manifests import ManifestStore
 from shoal.core.partition import PartitionCodec
@@ -64,6 +65,11 @@ class FileStore:
     @cached_property
     def tags(self) -> TagManager:
         return TagManager(self.file_io, self.paths)
+
+    @cached_property
+    def changelogs(self) -> ChangelogManager:
+        """The long-lived changelogs (kept when changelogs outlive their snapshots)."""
+        return ChangelogManager(self.file_io, self.paths)
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:

@@ -55,7 +55,7 @@ from shoal.core import predicate as P
 from shoal.core.paths import data_file_path
 from shoal.core.plan import DataSplit, live_entries, make_splits
 from shoal.core.store import FileStore
-from shoal.errors import InvalidArgumentError, UnsupportedFeatureError
+from shoal.errors import InvalidArgumentError, SnapshotNotFoundError, UnsupportedFeatureError
 from shoal.format import manifest as M
 from shoal.format.manifest import ManifestEntry
 from shoal.format.snapshot import CommitKind, Snapshot
@@ -213,15 +213,25 @@ def delta_entries(store: FileStore, start: int, end: int) -> list[ManifestEntry]
 def changelog_entries(store: FileStore, start: int, end: int) -> list[ManifestEntry]:
     """The changelog files of the snapshots after ``start`` up to ``end`` (ADD entries
     of their changelog manifest lists), in commit order; snapshots without a changelog
-    (compactions, overwrites, tables without a changelog producer) add none.
+    (compactions, overwrites, tables without a changelog producer) add none. An expired
+    snapshot whose changelog outlives it is read from its long-lived changelog
+    (``changelog/changelog-<id>``), as Paimon's streaming reads read it.
 
-    Raises SnapshotNotFoundError when a snapshot of the range has expired.
+    Raises SnapshotNotFoundError when a snapshot of the range has expired and its
+    changelog with it.
     """
     if end < start:
         raise InvalidArgumentError(f"incremental range ({start}, {end}] runs backwards")
     entries: list[ManifestEntry] = []
     for snapshot_id in range(start + 1, end + 1):
-        snapshot = store.snapshots.snapshot(snapshot_id)
+        snapshot = store.changelogs.find(snapshot_id) or store.snapshots.find(snapshot_id)
+        if snapshot is None:
+            raise SnapshotNotFoundError(
+                f"the changelog of snapshot {snapshot_id} is gone: the snapshot expired and "
+                "no long-lived changelog of it is kept (changelog.num-retained.min/max and "
+                "changelog.time-retained keep changelogs longer than snapshots)",
+                snapshot_id=snapshot_id,
+            )
         if not snapshot.changelog_manifest_list:
             continue
         metas = store.manifests.read_list(snapshot.changelog_manifest_list)
