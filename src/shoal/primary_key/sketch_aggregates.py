@@ -73,9 +73,11 @@ def sketch_union(
     (null for a group with none); ``groups``: each row's group, and how many."""
     union = _UNIONS[fn]
     group_of, count = groups
+    if not len(rows):
+        return pa.nulls(count, values.type)
     counts = np.bincount(group_of[rows], minlength=count)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    firsts = np.where(counts > 0, rows[np.minimum(starts, max(len(rows) - 1, 0))], -1)
+    firsts = np.where(counts > 0, rows[np.minimum(starts, len(rows) - 1)], -1)
     missing = firsts < 0
     out = values.take(pa.array(np.where(missing, 0, firsts), mask=missing)).cast(pa.binary())
     several = np.flatnonzero(counts > 1)
