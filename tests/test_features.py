@@ -273,24 +273,40 @@ def test_a_table_whose_deletion_vectors_were_switched_on_is_written_with_them(
     assert {s.commit_kind for s in opened.snapshots()} == {"APPEND", "COMPACT"}
 
 
-def test_a_table_with_a_changelog_producer_reads_but_refuses_writes(
+def test_a_table_with_a_changelog_feature_shoal_does_not_write_reads_but_refuses_writes(
     catalog: shoal.Catalog,
 ) -> None:
     table = catalog.create_table(
         "db.t", EVENTS_SCHEMA, primary_keys=["dt", "id"], options={"bucket": "2"}
     )
     table.upsert(events(range(3)))
-    opened = shoal.open_table(_with_options(table, {"changelog-producer": "lookup"}))
+    # Paimon's Flink writer compacts such a table fully every 3 commits; shoal does not.
+    opened = shoal.open_table(_with_options(table, {"full-compaction.delta-commits": "3"}))
     assert opened.to_arrow().num_rows == 3
     before = sorted(p.name for p in Path(table.path).rglob("*") if p.is_file())
     for write in (opened.upsert, opened.append):
-        with pytest.raises(shoal.UnsupportedFeatureError, match="changelog producer"):
+        with pytest.raises(shoal.UnsupportedFeatureError, match="delta-commits"):
             write(events(range(5)))
     with pytest.raises(shoal.UnsupportedFeatureError):
         opened.compact("full")
     assert sorted(p.name for p in Path(table.path).rglob("*") if p.is_file()) == before
     opened.create_tag("kept")  # tags and cleanup do not write data
     assert opened.expire_snapshots(retain_max=1).expired_snapshots == 0
+
+
+def test_full_compaction_changelog_with_deletion_vectors_is_refused(
+    catalog: shoal.Catalog,
+) -> None:
+    options = {"bucket": "1", "changelog-producer": "full-compaction"}
+    with pytest.raises(shoal.UnsupportedFeatureError) as info:
+        catalog.create_table(
+            "db.t",
+            EVENTS_SCHEMA,
+            primary_keys=["dt", "id"],
+            options={**options, "deletion-vectors.enabled": "true"},
+        )
+    assert info.value.feature == "changelog-producer"
+    assert not catalog.table_exists("db.t")
 
 
 def test_tuning_options_of_other_engines_do_not_stop_a_table(catalog: shoal.Catalog) -> None:

@@ -77,12 +77,11 @@ def _per_level_formats(value: str, _: bool) -> bool:
 
 
 def _changelog_producer(value: str, primary_key: bool) -> bool:
-    """No changelog, or the input as changelog on a primary-key table (Paimon refuses a
-    changelog producer on an append table). The lookup and full-compaction producers
-    would need compactions that write the changelog Paimon's write, which shoal's do
-    not: a table with them is read, never written."""
+    """No changelog, or a changelog producer on a primary-key table (Paimon refuses one
+    on an append table): the input, or the changelog that lookup and full compactions
+    write (``compaction/changelog``)."""
     value = value.strip().lower()
-    return value == "none" or (value == "input" and primary_key)
+    return value == "none" or (value in ("input", "lookup", "full-compaction") and primary_key)
 
 
 def _named(text: str) -> Callable[[str], str]:
@@ -260,6 +259,22 @@ def unimplemented(
         if not feature.implemented(value, primary_key):
             found.append((feature, value))
     if scope == "write":
+        if (
+            str(options.get("changelog-producer", "none")).strip().lower() == "full-compaction"
+            and str(options.get("deletion-vectors.enabled", "false")).strip().lower() == "true"
+        ):
+            what = _named("the full-compaction changelog producer with deletion vectors")
+            feature = Feature("changelog-producer", what, lambda _v, _pk: False, "write")
+            found.append((feature, "full-compaction"))
+        delta = options.get("full-compaction.delta-commits")
+        producer = str(options.get("changelog-producer", "none")).strip().lower()
+        if delta is not None and producer != "full-compaction":
+            what = _named(
+                "full compactions every {value} commits without the full-compaction "
+                "changelog producer (Paimon's Flink writer)"
+            )
+            feature = Feature("full-compaction.delta-commits", what, lambda _v, _pk: False, "write")
+            found.append((feature, str(delta)))
         decoupled = decoupled_changelog(options)
         if decoupled is not None:
             found.append(decoupled)

@@ -298,8 +298,53 @@ CHANGELOG_PRODUCER = _declare(
         "changelog-producer",
         parse_str,
         "none",
-        "none, or input: writes add their rows as changelog (lookup, full-compaction: read).",
+        "none; input: writes add their rows as changelog; lookup: the compaction after "
+        "each write adds each key's change; full-compaction: full compactions add the "
+        "changes since the last one.",
         one_of("none", "input", "lookup", "full-compaction"),
+    )
+)
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE = _declare(
+    Option(
+        "changelog-producer.row-deduplicate",
+        parse_bool,
+        False,
+        "With the lookup and full-compaction producers, no -U/+U pair for a key whose "
+        "value did not change.",
+    )
+)
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS = _declare(
+    Option(
+        "changelog-producer.row-deduplicate-ignore-fields",
+        parse_str,
+        "",
+        "Comma-separated columns that row-deduplicate leaves out of the comparison.",
+    )
+)
+FULL_COMPACTION_DELTA_COMMITS = _declare(
+    Option(
+        "full-compaction.delta-commits",
+        parse_int,
+        -1,
+        "A write is followed by a full compaction every this many writes (-1: not set, "
+        "then every write with the full-compaction changelog producer, else never).",
+    )
+)
+LOOKUP_WAIT = _declare(
+    Option(
+        "lookup-wait",
+        parse_bool,
+        True,
+        "Whether a write waits for the lookup compaction after it (shoal always compacts "
+        "right after the write; both values are accepted).",
+    )
+)
+LOOKUP_WAIT_LEGACY = _declare(
+    Option(
+        "changelog-producer.lookup-wait",
+        parse_bool,
+        True,
+        "The older key of lookup-wait.",
     )
 )
 WRITE_ONLY = _declare(

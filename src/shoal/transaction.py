@@ -36,7 +36,7 @@ from shoal.cleanup.maintain import maintain
 from shoal.cleanup.partition_expire import expire_partitions
 from shoal.compaction import compact as compaction
 from shoal.compaction.compact import CompactResult, RewriteAll
-from shoal.compaction.strategies import universal_strategy_for
+from shoal.compaction.strategies import FullCompaction, universal_strategy_for
 from shoal.core import deletion_vectors as DVS
 from shoal.core import kv
 from shoal.core.schema_update import columns_build, commit_schema
@@ -49,7 +49,7 @@ from shoal.errors import (
 from shoal.format import types as T
 from shoal.format.index_manifest import IndexManifestEntry
 from shoal.format.schema import TableSchema
-from shoal.format.snapshot import Snapshot
+from shoal.format.snapshot import CommitKind, Snapshot
 from shoal.write.bucket_index import BucketIndex
 from shoal.write.commit import WHOLE_TABLE, CommitRequest, FileStoreCommit, OverwriteScope
 from shoal.write.conform import conform
@@ -233,9 +233,12 @@ class Transaction:
         compact = compact or DVS.enabled(store.schema.options)
         if compact and buckets and store.is_primary_key and not store.options.get(O.WRITE_ONLY):
             try:
-                compaction.compact(
-                    store, self.committer, universal_strategy_for(store.options), set(buckets)
-                )
+                if full_compaction_due(store):
+                    compaction.compact(store, self.committer, FullCompaction())
+                else:
+                    compaction.compact(
+                        store, self.committer, universal_strategy_for(store.options), set(buckets)
+                    )
             except Exception:
                 logger.warning(
                     "compaction after the write to %s failed; the next write tries again",
@@ -269,6 +272,34 @@ class Transaction:
                 f"{self.store.partitions.to_dict(stray[0].partition)}, which it does not "
                 "replace; filter the data to the partitions it overwrites"
             )
+
+
+def full_compaction_due(store: FileStore) -> bool:
+    """Whether the write just committed is followed by a full compaction: with the
+    ``full-compaction`` changelog producer, every ``full-compaction.delta-commits``
+    writes (every write when it is not set), as Paimon's Flink writer does it every
+    that many commits. The writes are counted back from the latest snapshot to the
+    last compaction that wrote a changelog (one into the top level)."""
+    if store.options.get(O.CHANGELOG_PRODUCER) != "full-compaction":
+        return False
+    every = max(store.options.get(O.FULL_COMPACTION_DELTA_COMMITS), 1)
+    if every == 1:
+        return True
+    snapshots = store.snapshots
+    latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
+    if latest is None or earliest is None:
+        return False
+    writes = 0
+    for snapshot_id in range(latest, earliest - 1, -1):
+        snapshot = snapshots.find(snapshot_id)
+        if snapshot is None:
+            break
+        if snapshot.commit_kind == CommitKind.COMPACT and snapshot.changelog_manifest_list:
+            break
+        writes += snapshot.commit_kind == CommitKind.APPEND
+        if writes >= every:
+            return True
+    return False
 
 
 # --- schema evolution on write ---------------------------------------------------------------

@@ -79,13 +79,16 @@ class CompactResult:
 @dataclass(frozen=True, slots=True)
 class CompactTask:
     """One bucket's rewrite: the files to merge, the level they go to, and whether
-    delete rows may go (picklable)."""
+    delete rows may go (picklable); on a table with deletion vectors what keeps them,
+    on one that looks keys up without them (``changelog-producer`` = ``lookup``) the
+    bucket's files above the output level (``upper``)."""
 
     partition: bytes
     bucket: int
     unit: CompactUnit
     drop_deletes: bool
     vectors: BucketVectors | None = None
+    upper: tuple[DataFileMeta, ...] = ()
 
     @property
     def input_bytes(self) -> int:
@@ -105,6 +108,7 @@ def run_task(store: FileStore, task: CompactTask) -> CommitMessage:
         task.unit,
         drop_deletes=task.drop_deletes,
         vectors=task.vectors,
+        upper=task.upper,
     )
 
 
@@ -174,6 +178,7 @@ def _plan_buckets(
     keeps its bucket's vectors (``compaction/vectors``), and delete rows go at every
     output level above 0, the rows they delete being marked."""
     tasks = []
+    looks_up = store.merge_settings.lookup or store.options.get(O.CHANGELOG_PRODUCER) == "lookup"
     for (partition, bucket), bucket_files in files.items():
         if (partition, bucket) in skip:
             continue
@@ -188,7 +193,10 @@ def _plan_buckets(
         if vector_files is None:
             by_field = store.merge_settings.sequence_field is not None
             drop = _may_drop_deletes(unit, bucket_files, by_field)
-            tasks.append(CompactTask(partition, bucket, unit, drop))
+            upper: tuple[DataFileMeta, ...] = ()
+            if looks_up and any(f.level == 0 for f in unit.files):
+                upper = tuple(f for f in bucket_files if f.level > unit.output_level)
+            tasks.append(CompactTask(partition, bucket, unit, drop, upper=upper))
             continue
         upper = tuple(f for f in bucket_files if f.level > unit.output_level)
         vectors = BucketVectors(index_files, upper)
@@ -337,6 +345,7 @@ class _Rewritten:
         self._store = store
         self._messages: dict[BucketKey, CommitMessage] = {}
         self._vectors: dict[BucketKey, BucketVectors] = {}
+        self._upper: dict[BucketKey, tuple[DataFileMeta, ...]] = {}
 
     def messages(self) -> list[CommitMessage]:
         return list(self._messages.values())
@@ -359,6 +368,8 @@ class _Rewritten:
             self._messages[key] = message
             if task.vectors is not None:
                 self._vectors[key] = task.vectors
+            if task.upper:
+                self._upper[key] = task.upper
 
     def keep_if_live(
         self,
@@ -372,7 +383,8 @@ class _Rewritten:
         void = []
         for key, message in self._messages.items():
             names = {f.file_name for f in live.get(key, ())}
-            used = list(message.deleted_files)
+            # The files above the output where keys were looked up must be unchanged too.
+            used = [*message.deleted_files, *self._upper.get(key, ())]
             vectors = self._vectors.get(key)
             if vectors is not None:
                 used += vectors.upper_files
@@ -385,6 +397,7 @@ class _Rewritten:
         self._delete([self._messages.pop(key) for key in void])
         for key in void:
             self._vectors.pop(key, None)
+            self._upper.pop(key, None)
 
     def discard(self) -> None:
         """Delete every output held (none was committed)."""
@@ -395,13 +408,14 @@ class _Rewritten:
         """Let go of the outputs without deleting them: committed, or maybe committed."""
         self._messages.clear()
         self._vectors.clear()
+        self._upper.clear()
 
     def _delete(self, messages: Sequence[CommitMessage]) -> None:
         store = self._store
         paths = []
         for m in messages:
             bucket_dir = store.paths.bucket_dir(store.partitions.path(m.partition), m.bucket)
-            for f in m.new_files:
+            for f in (*m.new_files, *m.changelog_files):
                 paths.append(data_file_path(bucket_dir, f))
                 paths.extend(f"{bucket_dir}/{x}" for x in f.extra_files)
             paths.extend(store.paths.index_path(f.file_name) for f in m.new_index_files)

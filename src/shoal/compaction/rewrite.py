@@ -10,18 +10,21 @@ below the output.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from shoal import options as O
 from shoal.compaction import vectors as V
 from shoal.compaction.vectors import BucketVectors
+from shoal.core.kv import FIRST_ROW
 from shoal.core.paths import data_file_path
 from shoal.core.plan import readable_file_check
 from shoal.core.store import FileStore
 from shoal.format.data_file import FILE_SOURCE_COMPACT, DataFileMeta
+from shoal.primary_key.changelog import ChangelogMaker, Mode, compared_columns
 from shoal.primary_key.levels import RunFile, run_files, sorted_runs
 from shoal.primary_key.merge import BucketMerger
 from shoal.primary_key.runs import CompactUnit, EventTimeSplit
@@ -36,17 +39,25 @@ def rewrite(
     *,
     drop_deletes: bool,
     vectors: BucketVectors | None = None,
+    upper: Sequence[DataFileMeta] = (),
 ) -> CommitMessage:
     """Merge ``unit.files`` into files at ``unit.output_level``; the message deletes the
     inputs and adds the outputs. On a table with deletion vectors (``vectors``: the
     bucket's), the inputs are read without their deleted rows and the message also
-    replaces the bucket's deletion-vector index file (``compaction/vectors``)."""
+    replaces the bucket's deletion-vector index file (``compaction/vectors``). On a
+    table that looks keys up without deletion vectors (``changelog-producer`` =
+    ``lookup``), ``upper`` are the bucket's files above the output level, where the
+    keys of level-0 inputs are looked up. With the ``lookup`` or ``full-compaction``
+    changelog producer, the message also adds the compaction's changelog files
+    (``primary_key/changelog``)."""
     check = readable_file_check(store, store.schema)
     for f in unit.files:
         check(f)
     bucket_path = store.paths.bucket_dir(store.partitions.path(partition), bucket)
     base = {} if vectors is None else V.load(store, vectors.index_files)
     runs = run_files(sorted_runs(unit.files, store.decode_key), bucket_path, base)
+    changelog = changelog_of(store, unit)
+    level0 = unit.output_level > 0 and any(f.level == 0 for f in unit.files)
     merger = BucketMerger(
         store.file_io,
         store.layout,
@@ -54,6 +65,8 @@ def rewrite(
         keep_system=True,
         drop_deletes=drop_deletes,
         schemas=store.schema_of,
+        changelog=changelog,
+        lookup_compaction=level0 and store.merge_settings.lookup,
     )
 
     def writer(level: int) -> RollingFileWriter:
@@ -68,16 +81,40 @@ def rewrite(
 
     found: V.Vectors = {}
     extra: list[pa.Table] = []
-    if vectors is not None and unit.output_level > 0 and any(f.level == 0 for f in unit.files):
-        found = _look_up(store, bucket_path, unit, vectors, base)
-        if store.merge_settings.sequence_field is not None:
-            extra = [_found_rows(merger, bucket_path, vectors, found, store.layout.key_columns)]
+    looks_up = vectors is not None or store.merge_settings.lookup or changelog is not None
+    if looks_up and level0:
+        above = tuple(upper) if vectors is None else vectors.upper_files
+        found = _look_up(store, bucket_path, unit, above, base)
+        settings = store.merge_settings
+        # The rows found join the merge (as the row before, for the changelog): with
+        # deletion vectors they are marked, and the merged row replaces them.
+        if vectors is None or settings.sequence_field is not None or changelog is not None:
+            key_columns = store.layout.key_columns
+            extra = [_found_rows(merger, bucket_path, above, found, key_columns)]
     merged = merger.merge(runs, extra)
     if unit.split is None:
         files = write_all(writer(unit.output_level), merged)
     else:
         files = _write_split(writer(unit.output_level), writer(0), merged, unit.split)
-    message = CommitMessage(partition, bucket, store.num_buckets, tuple(files), tuple(unit.files))
+    changelog_files: tuple[DataFileMeta, ...] = ()
+    if changelog is not None and changelog.tables:
+        log = RollingFileWriter(
+            store,
+            partition,
+            bucket,
+            layout=store.layout,
+            level=unit.output_level,
+            changelog=True,
+        )
+        changelog_files = tuple(write_all(log, changelog.tables))
+    message = CommitMessage(
+        partition,
+        bucket,
+        store.num_buckets,
+        tuple(files),
+        tuple(unit.files),
+        changelog_files=changelog_files,
+    )
     if vectors is None:
         return message
     after = V.merged(base, unit.files, found)
@@ -91,11 +128,36 @@ def rewrite(
     )
 
 
+def changelog_of(store: FileStore, unit: CompactUnit) -> ChangelogMaker | None:
+    """What collects the changelog of the compaction of ``unit``, when it writes one:
+    with ``lookup``, a compaction of level-0 files (Paimon's
+    ``LookupMergeTreeCompactRewriter``); with ``full-compaction``, one into the top
+    level (``FullChangelogMergeTreeCompactRewriter``)."""
+    producer = store.options.get(O.CHANGELOG_PRODUCER)
+    settings = store.merge_settings
+    if producer == "lookup":
+        if unit.output_level == 0 or all(f.level != 0 for f in unit.files):
+            return None
+        mode: Mode = "first-row" if settings.engine == FIRST_ROW else "lookup"
+    elif producer == "full-compaction":
+        if unit.output_level != store.max_level:
+            return None
+        mode = "full"
+    else:
+        return None
+    compared = compared_columns(
+        store.layout,
+        store.options.get(O.CHANGELOG_PRODUCER_ROW_DEDUPLICATE),
+        store.options.get(O.CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS),
+    )
+    return ChangelogMaker(mode, store.layout, settings, store.max_level, compared)
+
+
 def _look_up(
     store: FileStore,
     bucket_path: str,
     unit: CompactUnit,
-    vectors: BucketVectors,
+    upper: Sequence[DataFileMeta],
     base: V.Vectors,
 ) -> V.Vectors:
     """The rows above the output level that the unit's level-0 keys replace: the keys
@@ -112,19 +174,19 @@ def _look_up(
         )
     if not keys.num_rows:
         return {}
-    return V.look_up(reader, keys, vectors.upper_files)
+    return V.look_up(reader, keys, upper)
 
 
 def _found_rows(
     merger: BucketMerger,
     bucket_path: str,
-    vectors: BucketVectors,
+    upper: Sequence[DataFileMeta],
     found: V.Vectors,
     key_columns: list[str],
 ) -> pa.Table:
-    """The rows ``found`` marks, key-ordered: with a ``sequence.field`` they join the
-    merge, which keeps one of them when its field orders after the new row."""
-    by_name = {f.file_name: f for f in vectors.upper_files}
+    """The rows ``found`` points at, key-ordered: they join the merge (with a
+    ``sequence.field`` it keeps one of them when its field orders after the new row)."""
+    by_name = {f.file_name: f for f in upper}
     tables = [
         merger.rows_at(
             RunFile(data_file_path(bucket_path, by_name[name]), by_name[name].schema_id), positions

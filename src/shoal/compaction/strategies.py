@@ -180,9 +180,14 @@ def universal_for(options: Options) -> UniversalCompaction:
 
 def universal_strategy_for(options: Options) -> CompactStrategy:
     """Universal compaction as Paimon's writers and compaction jobs run it, lifting
-    every level-0 file with deletion vectors or ``compaction.force-up-level-0``."""
+    every level-0 file with deletion vectors, the lookup changelog producer or
+    ``compaction.force-up-level-0``."""
     universal = universal_for(options)
-    if options.get(O.DELETION_VECTORS_ENABLED) or options.get(O.COMPACTION_FORCE_UP_LEVEL_0):
+    if (
+        options.get(O.DELETION_VECTORS_ENABLED)
+        or options.get(O.COMPACTION_FORCE_UP_LEVEL_0)
+        or options.get(O.CHANGELOG_PRODUCER) == "lookup"
+    ):
         return ForceUpLevel0(universal)
     return universal
 

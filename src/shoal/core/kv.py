@@ -107,6 +107,10 @@ class MergeSettings:
     ignore_delete: bool = False
     functions: tuple[tuple[str, FieldFunction], ...] = ()
     remove_record_on_delete: bool = False
+    # Paimon's LookupMergeFunction (changelog-producer = lookup, force-lookup): of a
+    # key's rows above level 0 only the newest counts, which already holds the merge of
+    # those below it (each lookup compaction merges the row it looked up).
+    lookup: bool = False
 
     @property
     def combines(self) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from shoal import options as O
-from shoal.core.kv import AGGREGATION, PARTIAL_UPDATE, FieldFunction, MergeSettings
+from shoal.core.kv import AGGREGATION, FIRST_ROW, PARTIAL_UPDATE, FieldFunction, MergeSettings
 from shoal.errors import InvalidOptionError, UnsupportedFeatureError
 from shoal.format import types as T
 from shoal.format.schema import TableSchema
@@ -136,6 +136,20 @@ def check_new_field_options(
 
 
 def merge_settings(schema: TableSchema, raw: Mapping[str, str], table: str) -> MergeSettings:
+    """The merge settings of a primary-key table (:func:`_merge_settings`), with
+    Paimon's lookup merge when the table looks keys up to produce its changelog
+    (``changelog-producer`` = ``lookup``, or ``force-lookup``); the first-row engine
+    keeps its own merge, as Paimon's does."""
+    settings = _merge_settings(schema, raw, table)
+    lookup = O.CHANGELOG_PRODUCER.get(raw) == "lookup" or (
+        raw.get("force-lookup", "").strip().lower() == "true"
+    )
+    if lookup and settings.engine != FIRST_ROW:
+        return replace(settings, lookup=True)
+    return settings
+
+
+def _merge_settings(schema: TableSchema, raw: Mapping[str, str], table: str) -> MergeSettings:
     """The merge settings of a primary-key table with ``schema`` and options ``raw``.
 
     Raises:

@@ -73,17 +73,20 @@ def _order_by_key_then_run(key: np.ndarray, sequence: np.ndarray) -> np.ndarray 
     return flipped
 
 
-def combine(rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings) -> pa.Table:
+def combine(
+    rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings, *, every_key: bool = False
+) -> pa.Table:
     """``rows`` (keys, sequence, kind and value columns) sorted by key, one per key,
-    each key's rows combined by the table's engine."""
+    each key's rows combined by the table's engine; with ``every_key`` a key's only
+    row too (Paimon's lookup compaction hands every key to the engine)."""
     if settings.ignore_delete:
         rows = rows.filter(pc.invert(kv.is_retract(rows.column(kv.VALUE_KIND))))
-    if rows.num_rows < 2:
+    if rows.num_rows < (1 if every_key else 2):
         return rows
     rows = rows.take(pa.array(merge_order(rows, layout.key_columns, settings.sequence_field)))
     n = rows.num_rows
     groups = Groups.of(np.flatnonzero(group_starts(rows, layout.key_columns)), n)
-    single = groups.sizes == 1
+    single = (groups.sizes == 1) & (not every_key)
     if single.all():
         return rows
     kinds = np.asarray(rows.column(kv.VALUE_KIND).to_numpy(zero_copy_only=False))

@@ -51,12 +51,13 @@ def sorted_runs(
 @dataclass(frozen=True, slots=True)
 class RunFile:
     """A file of a sorted run as the merge reads it: its path, the id of the schema it
-    was written with, and the sorted positions of its rows that a deletion vector
-    marks (None: no vector)."""
+    was written with, the sorted positions of its rows that a deletion vector marks
+    (None: no vector), and its level."""
 
     path: str
     schema_id: int
     deleted: np.ndarray | None = None
+    level: int = 0
 
 
 def run_files(
@@ -69,7 +70,7 @@ def run_files(
     vectors = vectors or {}
     return [
         [
-            RunFile(data_file_path(bucket_dir, f), f.schema_id, vectors.get(f.file_name))
+            RunFile(data_file_path(bucket_dir, f), f.schema_id, vectors.get(f.file_name), f.level)
             for f in run.files
         ]
         for run in runs

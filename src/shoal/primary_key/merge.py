@@ -29,6 +29,7 @@ from shoal.format.evolution import FieldMapping, convert, same_fields
 from shoal.format.schema import TableSchema
 from shoal.io import FileIO, parallel_map
 from shoal.primary_key import engines
+from shoal.primary_key.changelog import LEVEL, ChangelogMaker, newest_upper
 from shoal.primary_key.levels import RunFile
 from shoal.primary_key.ordering import as_numbers, group_starts
 
@@ -167,7 +168,9 @@ def _winners_by_unique_sequence(
     return np.asarray(order[chosen])
 
 
-def winners(rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings) -> pa.Table:
+def winners(
+    rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings, *, every_key: bool = False
+) -> pa.Table:
     """Rows sorted by key, keeping each key's winning row under the merge engine (or,
     for the engines that combine rows, each key's combined row).
 
@@ -175,7 +178,7 @@ def winners(rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings) -> 
     as fast as Arrow's multi-column sort); other keys sort in Arrow.
     """
     if settings.combines:
-        return engines.combine(rows, layout, settings)
+        return engines.combine(rows, layout, settings, every_key=every_key)
     keys = layout.key_columns
     newest_first = settings.engine != FIRST_ROW
     order_columns = list(keys)
@@ -224,7 +227,14 @@ class BucketMerger:
         drop_deletes: bool = True,
         batch_rows: int = 65_536,
         schemas: Callable[[int], TableSchema] | None = None,
+        changelog: ChangelogMaker | None = None,
+        lookup_compaction: bool = False,
     ) -> None:
+        """``changelog``: collects the changes of the keys merged (``primary_key/
+        changelog``); a merge with it takes the ``extra`` runs as rows above level 0.
+        ``lookup_compaction``: a compaction of level-0 files on a table that looks keys
+        up, where (as in Paimon's ``LookupChangelogMergeFunctionWrapper``) even a key's
+        only row goes through the merge engine."""
         self.file_io = file_io
         self.layout = layout
         self.settings = settings
@@ -241,6 +251,10 @@ class BucketMerger:
         self.output_columns = (system if keep_system else []) + values
         self._schemas = schemas
         self._readers: dict[int, _FileReader] = {}
+        self.changelog = changelog
+        self._every_key = lookup_compaction and settings.combines
+        # Rows carry their level when the lookup merge or the changelog needs it.
+        self._levels = changelog is not None or (settings.lookup and settings.combines)
 
     def _reader(self, schema_id: int) -> _FileReader:
         reader = self._readers.get(schema_id)
@@ -270,6 +284,10 @@ class BucketMerger:
             _run_batches(self.file_io, files, self._reader, self.batch_rows) for files in runs
         ]
         streams += [iter([table]) for table in extra if table.num_rows]
+        if self._levels:
+            levels = [files[0].level if files else 0 for files in runs]
+            levels += [_EXTRA_LEVEL] * (len(streams) - len(runs))
+            streams = [_with_level(s, level) for s, level in zip(streams, levels, strict=True)]
         # Runs are read ahead together: Parquet decoding releases the GIL.
         buffers: list[pa.Table | None] = parallel_map(lambda s: next(s, None), streams)
         while True:
@@ -312,8 +330,37 @@ class BucketMerger:
         if settings.ignore_delete or settings.engine == FIRST_ROW:
             # first-row keeps the first row of a key for good: a later delete is ignored.
             table = table.filter(pc.invert(kv.is_retract(table.column(kv.VALUE_KIND))))
-        if not single_run and table.num_rows:
+        if self._levels:
+            table = self._resolve_levels(table, single_run=single_run)
+        elif not single_run and table.num_rows:
             table = winners(table, self.layout, settings)
         if self.drop_deletes or not self.keep_system:
             table = table.filter(pc.invert(kv.is_retract(table.column(kv.VALUE_KIND))))
         return table.select(self.output_columns)
+
+    def _resolve_levels(self, table: pa.Table, *, single_run: bool) -> pa.Table:
+        """Each key's merged row of rows that carry their level: of a key's rows above
+        level 0 only the newest joins a lookup merge; the changelog sees the rows and
+        the result."""
+        levels = np.asarray(table.column(LEVEL).to_numpy(zero_copy_only=False))
+        table = table.drop_columns([LEVEL])
+        if not table.num_rows or (single_run and not self._every_key):
+            result = table
+        else:
+            if not single_run and self.settings.lookup and self.settings.combines:
+                keep = newest_upper(table, levels, self.settings)
+                table, levels = table.filter(pa.array(keep)), levels[keep]
+            result = winners(table, self.layout, self.settings, every_key=self._every_key)
+        if self.changelog is not None:
+            self.changelog.add(table, levels, result)
+        return result
+
+
+_EXTRA_LEVEL = 1 << 20
+"""The level the merge gives rows of its ``extra`` runs: above every level."""
+
+
+def _with_level(stream: Iterator[pa.Table], level: int) -> Iterator[pa.Table]:
+    for table in stream:
+        column = pa.array(np.full(table.num_rows, level, dtype=np.int32))
+        yield table.append_column(LEVEL, column)
