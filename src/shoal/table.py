@@ -28,6 +28,7 @@ from shoal.errors import (
     InvalidArgumentError,
     SnapshotNotFoundError,
     TableNotFoundError,
+    UnsupportedFeatureError,
 )
 from shoal.event_time.bounds import check_event_time_field
 from shoal.event_time.freshness import Freshness, freshness
@@ -37,8 +38,14 @@ from shoal.format.tag import Tag
 from shoal.io import FileIO, file_io_for
 from shoal.options import parse_duration
 from shoal.read.files import read_merged, read_table
-from shoal.read.incremental import ScanMode, keyed_diff, plan_incremental, read_changelog
-from shoal.read.system_tables import NEEDS_SNAPSHOT, system_table
+from shoal.read.incremental import (
+    ROW_KIND,
+    ScanMode,
+    keyed_diff,
+    plan_incremental,
+    read_changelog,
+)
+from shoal.read.system_tables import AUDIT_LOG, NEEDS_SNAPSHOT, system_table
 from shoal.scan import Scan, read_schema
 from shoal.transaction import Transaction, merge_new_columns, partition_scope
 from shoal.write.commit import WHOLE_TABLE, FileStoreCommit
@@ -546,17 +553,33 @@ class Table:
         self, name: str, *, snapshot_id: int | None = None, tag: str | None = None
     ) -> pa.Table:
         """Metadata as a table: snapshots, files, manifests, partitions, options, schemas,
-        tags, freshness (the compaction backlog per partition and bucket).
+        tags, freshness (the compaction backlog per partition and bucket), audit_log (an
+        append table's rows with their kind, ``+I``, first in a ``rowkind`` column).
 
         ``files`` and ``manifests`` follow time travel, as Paimon's ``$files`` does.
         ``snapshots`` lists damaged snapshot files too (its ``status`` and ``error``
         columns), so it is readable whatever snapshot is damaged.
         """
+        if name == AUDIT_LOG:
+            return self._audit_log(snapshot_id, tag)
         if snapshot_id is None and tag is None and name not in NEEDS_SNAPSHOT:
             # These describe the table as it is and read no snapshot: a damaged latest
             # snapshot must not hide the snapshots listing.
             return system_table(self._store, name, None)
         return system_table(self._store, name, self._resolve(snapshot_id, tag, None))
+
+    def _audit_log(self, snapshot_id: int | None, tag: str | None) -> pa.Table:
+        """Paimon's ``audit_log`` of a snapshot: its rows, each with its kind. On an append
+        table every row is an insert (``+I``)."""
+        if self._store.is_primary_key:
+            raise UnsupportedFeatureError(
+                "the audit_log of a primary-key table's snapshot (its merged rows with their "
+                "kinds) is not read; its changelog with row kinds is "
+                "Table.incremental(start, end, row_kind=True)",
+                feature=AUDIT_LOG,
+            )
+        rows = self.to_arrow(snapshot_id=snapshot_id, tag=tag)
+        return rows.add_column(0, ROW_KIND, pa.array(["+I"] * rows.num_rows, pa.string()))
 
 
 def _check_table_rules(schema: TableSchema) -> None:

@@ -463,10 +463,15 @@ SYSTEM_TABLES: dict[str, Callable[[FileStore, Snapshot | None], pa.Table]] = {
 }
 
 
+AUDIT_LOG = "audit_log"
+"""Paimon's ``$audit_log``: a snapshot's rows with their kinds (``Table.system_table``),
+or a changelog read with them (``Table.incremental(..., row_kind=True)``)."""
+
+
 def system_table(store: FileStore, name: str, snapshot: Snapshot | None) -> pa.Table:
     builder = SYSTEM_TABLES.get(name)
     if builder is None:
         raise InvalidArgumentError(
-            f"unknown system table {name!r}; choose one of {sorted(SYSTEM_TABLES)}"
+            f"unknown system table {name!r}; choose one of {sorted([*SYSTEM_TABLES, AUDIT_LOG])}"
         )
     return builder(store, snapshot)

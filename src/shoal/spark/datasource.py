@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from shoal.errors import InvalidOptionError, SchemaMismatchError
+from shoal.read.incremental import ROW_KIND
 from shoal.spark.read import ShoalReader, table_columns
 from shoal.spark.source_options import COLUMNS, SourceOptions, open_store
 from shoal.spark.types import spark_schema
@@ -79,7 +80,10 @@ class ShoalDataSource(DataSource):
             except SchemaMismatchError as exc:
                 raise InvalidOptionError(COLUMNS, ",".join(options.columns), str(exc)) from None
             fields = [schema.field(n) for n in names]
-        return spark_schema(fields)
+        out = spark_schema(fields)
+        if options.audit_log:  # Paimon's audit_log: the row kind first
+            return StructType([StructField(ROW_KIND, StringType(), True), *out.fields])
+        return out
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return ShoalReader(self._options(), schema, self.parallelism)

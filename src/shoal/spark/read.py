@@ -34,10 +34,17 @@ from shoal.core import predicate as P
 from shoal.core.plan import DataSplit
 from shoal.core.store import FileStore
 from shoal.errors import SchemaMismatchError, UnsupportedFeatureError
+from shoal.format.manifest import ManifestEntry
 from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
 from shoal.read.files import merged_batches, read_batches
-from shoal.read.incremental import keyed_diff, plan_incremental, resolve_mode
+from shoal.read.incremental import (
+    ROW_KIND,
+    keyed_diff,
+    plan_incremental,
+    read_changelog,
+    resolve_mode,
+)
 from shoal.scan import Scan
 from shoal.spark.source_options import SourceOptions, open_store
 from shoal.spark.types import arrow_target, exact_batch
@@ -50,17 +57,20 @@ MERGED = "merged"  # each bucket's files merged by key (primary-key tables)
 
 class ShoalPartition(InputPartition):
     """The splits one Spark task reads; for a difference of two tags on a primary-key
-    table, the two snapshots instead."""
+    table, the two snapshots instead; for a changelog read, one bucket's changelog
+    files."""
 
     def __init__(
         self,
         index: int,
         splits: tuple[DataSplit, ...] = (),
         diff: tuple[Snapshot, Snapshot] | None = None,
+        changelog: tuple[ManifestEntry, ...] | None = None,
     ) -> None:
         super().__init__(index)
         self.splits = splits
         self.diff = diff
+        self.changelog = changelog
 
     @property
     def file_count(self) -> int:
@@ -120,7 +130,11 @@ class ShoalReader(DataSourceReader):
             self._mode = MERGED if scan.merging else FILES
         else:
             self._mode = MERGED if DVS.merges(store, read_optimized=False) else FILES
-        self._columns = table_columns(schema.fieldNames(), self._table_schema, "the read schema")
+        names = schema.fieldNames()
+        if options.audit_log:
+            check_audit_log(store, options)
+            names = [n for n in names if n != ROW_KIND]
+        self._columns = table_columns(names, self._table_schema, "the read schema")
         self._key_value = store.is_primary_key and self._mode == FILES
         # The read option ``filter``: part of what this DataFrame is, so every query on
         # it prunes and filters alike.
@@ -164,18 +178,15 @@ class ShoalReader(DataSourceReader):
             )
             splits = scan.plan()
         else:
-            start = incremental[0]
-            if isinstance(start, int) and resolve_mode(store, "auto") == "changelog":
-                # Paimon's incremental-between reads the changelog of such a table.
-                raise UnsupportedFeatureError(
-                    f"table {store.uri!r} has a changelog producer, so incremental-between "
-                    "reads its changelog, which the Spark source does not read yet; use "
-                    "shoal's Table.incremental",
-                    feature="changelog-producer",
-                )
-            plan = plan_incremental(store, *incremental)
+            start, end = incremental
+            plan = plan_incremental(store, start, end, options.scan_mode)
             if plan.diff is not None:
                 return [ShoalPartition(0, diff=plan.diff)]
+            if plan.changelog is not None:
+                return [
+                    ShoalPartition(i, changelog=files)
+                    for i, files in enumerate(changelog_by_bucket(store, plan.changelog))
+                ]
             splits = plan.splits
         target = options.split_target_size or store.options.get(O.SPLIT_TARGET_SIZE)
         open_cost = options.split_open_file_cost or store.options.get(O.SPLIT_OPEN_FILE_COST)
@@ -200,6 +211,25 @@ class ShoalReader(DataSourceReader):
     def _batches(self, partition: ShoalPartition) -> Iterator[pa.RecordBatch]:
         store = self._open()
         columns = list(self._columns)
+        if partition.changelog is not None:
+            rows = read_changelog(
+                store, partition.changelog, columns, self._dnf, row_kind=self._options.audit_log
+            )
+            yield from rows.to_batches()
+            return
+        batches = self._data_batches(store, partition, columns)
+        if not self._options.audit_log:
+            yield from batches
+            return
+        for batch in batches:  # an append table: every row an insert
+            kinds = pa.array(["+I"] * batch.num_rows, pa.string())
+            yield pa.RecordBatch.from_arrays(
+                [kinds, *batch.columns], names=[ROW_KIND, *batch.schema.names]
+            )
+
+    def _data_batches(
+        self, store: FileStore, partition: ShoalPartition, columns: list[str]
+    ) -> Iterator[pa.RecordBatch]:
         if partition.diff is not None:
             rows = keyed_diff(store, *partition.diff, None)
             if self._dnf is not None:
@@ -218,6 +248,56 @@ class ShoalReader(DataSourceReader):
                 self._dnf,
                 key_value=self._key_value,
             )
+
+
+def check_audit_log(store: FileStore, options: SourceOptions) -> None:
+    """Refuse an ``audit_log`` read whose row kinds shoal does not give as Paimon does:
+    it gives those of a changelog read (``incremental-between`` of two snapshot ids in
+    ``changelog`` mode, or ``auto`` on a table with a changelog producer) and those of an
+    append table (every row an insert)."""
+    incremental = options.incremental
+    changelog = (
+        incremental is not None
+        and isinstance(incremental[0], int)
+        and resolve_mode(store, options.scan_mode) == "changelog"
+    )
+    if changelog or not store.is_primary_key:
+        return
+    raise UnsupportedFeatureError(
+        f"the audit_log of primary-key table {store.uri!r} is read from its changelog "
+        "only: give incremental-between with two snapshot ids on a table with a "
+        "changelog producer (incremental-between-scan-mode 'changelog' or 'auto'); the "
+        "row kinds of a snapshot's merged rows are not read",
+        feature="audit_log",
+    )
+
+
+def changelog_by_bucket(
+    store: FileStore, entries: Sequence[ManifestEntry]
+) -> list[tuple[ManifestEntry, ...]]:
+    """The changelog files of a range, one group per bucket, each in commit order.
+
+    Raises:
+        UnsupportedFeatureError: a bucket has more than one changelog file in the
+            range. Paimon's batch read merges such a bucket's files by key (a key's
+            ``+I`` and later ``-D`` come out as the ``-D`` only), where shoal returns
+            every row as a streaming reader sees it; one snapshot at a time the two
+            agree.
+    """
+    groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+    for entry in entries:
+        groups.setdefault((entry.partition, entry.bucket), []).append(entry)
+    for (partition, bucket), files in groups.items():
+        if len(files) > 1:
+            raise UnsupportedFeatureError(
+                f"bucket {bucket} of partition {store.partitions.path(partition) or '/'} "
+                f"holds {len(files)} changelog files in the incremental-between range; "
+                "Paimon's batch read merges them by key, which shoal does not: read one "
+                "snapshot at a time (incremental-between 's-1,s'), or read every row "
+                "with Table.incremental",
+                feature="incremental-between-scan-mode",
+            )
+    return [tuple(files) for files in groups.values()]
 
 
 def pack_splits(

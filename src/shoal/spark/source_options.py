@@ -2,7 +2,9 @@
 
 Spark hands options over with lower-cased keys; values keep their case. Read options
 follow Paimon's keys (``scan.snapshot-id``, ``scan.tag-name``,
-``scan.timestamp-millis``, ``incremental-between``, ``read-optimized``) and Spark's
+``scan.timestamp-millis``, ``incremental-between`` with
+``incremental-between-scan-mode``, ``read-optimized``; a path ending in
+``$audit_log`` reads the rows with their kinds) and Spark's
 (``versionAsOf`` and ``timestampAsOf``, as Delta Lake reads them); a split target or
 open-file cost given as a read option overrides the table's. Write options:
 Spark's ``partitionOverwriteMode`` (or shoal's ``dynamic-partition-overwrite``),
@@ -27,6 +29,7 @@ from shoal.core.store import FileStore
 from shoal.errors import InvalidOptionError, TableNotFoundError, UnsupportedFeatureError
 from shoal.features import unknown_option
 from shoal.io import file_io_for
+from shoal.read.incremental import SCAN_MODES
 
 PATH = "path"
 SNAPSHOT_ID = "scan.snapshot-id"
@@ -34,6 +37,8 @@ TAG_NAME = "scan.tag-name"
 TIMESTAMP_MILLIS = "scan.timestamp-millis"
 READ_OPTIMIZED = "read-optimized"
 INCREMENTAL_BETWEEN = "incremental-between"
+INCREMENTAL_BETWEEN_SCAN_MODE = "incremental-between-scan-mode"
+AUDIT_LOG = "audit_log"
 COLUMNS = "columns"
 FILTER_PUSHDOWN = "filter-pushdown"
 FILTER = "filter"
@@ -53,6 +58,7 @@ KNOWN_KEYS = frozenset(
         TIMESTAMP_MILLIS,
         READ_OPTIMIZED,
         INCREMENTAL_BETWEEN,
+        INCREMENTAL_BETWEEN_SCAN_MODE,
         COLUMNS,
         FILTER,
         FILTER_PUSHDOWN,
@@ -95,6 +101,8 @@ class SourceOptions:
     timestamp_ms: int | None = None
     read_optimized: bool = False
     incremental: tuple[int, int] | tuple[str, str] | None = None
+    scan_mode: str = "auto"  # Paimon's incremental-between-scan-mode
+    audit_log: bool = False  # the path names ``<table>$audit_log``: rows with their kinds
     columns: tuple[str, ...] | None = None
     filter: str | None = None
     split_target_size: int | None = None
@@ -118,6 +126,7 @@ class SourceOptions:
                 "the shoal data source needs the table's path: .load(path), "
                 ".option('path', ...), or OPTIONS (path '...') / WITH ('path' = '...') in SQL",
             )
+        path, audit_log = _system_table(path)
         snapshot_ids = _one_of_names(raw, SNAPSHOT_ID, VERSION_AS_OF, int)
         timestamps = _one_of_names(raw, TIMESTAMP_MILLIS, TIMESTAMP_AS_OF, int, _instant)
         parsed = SourceOptions(
@@ -127,6 +136,8 @@ class SourceOptions:
             timestamp_ms=timestamps,
             read_optimized=_get(raw, READ_OPTIMIZED, _bool) or False,
             incremental=_get(raw, INCREMENTAL_BETWEEN, _range),
+            scan_mode=_scan_mode(raw),
+            audit_log=audit_log,
             columns=_get(raw, COLUMNS, _names),
             filter=_filter(raw),
             split_target_size=_get(raw, O.SPLIT_TARGET_SIZE.key, O.parse_memory_size),
@@ -154,6 +165,44 @@ class SourceOptions:
     @property
     def time_travel(self) -> bool:
         return any(x is not None for x in (self.snapshot_id, self.tag, self.timestamp_ms))
+
+
+def _system_table(path: str) -> tuple[str, bool]:
+    """The table's path and whether it names its ``audit_log`` system table, as Paimon
+    names system tables (``<table>$audit_log``). Raises UnsupportedFeatureError for the
+    other system tables, which the source does not read."""
+    head, slash, last = path.rstrip("/").rpartition("/")
+    name, dollar, system = last.partition("$")
+    if not dollar:
+        return path, False
+    if system.lower() != AUDIT_LOG:
+        raise UnsupportedFeatureError(
+            f"the shoal data source reads the system table {AUDIT_LOG!r} only, not "
+            f"{system!r}; Table.system_table({system!r}) gives the others",
+            feature=f"system table {system}",
+        )
+    return f"{head}{slash}{name}", True
+
+
+def _scan_mode(raw: Mapping[str, str]) -> str:
+    """``incremental-between-scan-mode``, which only an ``incremental-between`` read of two
+    snapshot ids reads."""
+    mode = (raw.get(INCREMENTAL_BETWEEN_SCAN_MODE) or "").strip().lower()
+    if not mode:
+        return "auto"
+    if mode not in SCAN_MODES:
+        raise InvalidOptionError(
+            INCREMENTAL_BETWEEN_SCAN_MODE,
+            raw[INCREMENTAL_BETWEEN_SCAN_MODE],
+            f"expected one of {', '.join(SCAN_MODES)}",
+        )
+    if not (raw.get(INCREMENTAL_BETWEEN) or "").strip():
+        raise InvalidOptionError(
+            INCREMENTAL_BETWEEN_SCAN_MODE,
+            raw[INCREMENTAL_BETWEEN_SCAN_MODE],
+            "applies to an incremental-between read only; give incremental-between too",
+        )
+    return mode
 
 
 def _check_keys(raw: Mapping[str, str]) -> None:
