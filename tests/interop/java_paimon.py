@@ -746,6 +746,22 @@ def read(
     return Op(request, lambda result: _table_from_json(result, row_kind))
 
 
+def stream_read(
+    identifier: str, start: int, end: int, *, options: Mapping[str, str] | None = None
+) -> Op[pa.Table]:
+    """The changes of snapshots `start` to `end` (both included) as Paimon's streaming
+    reader reads them from snapshot `start` (`scan.mode` = `from-snapshot`), with a
+    `_row_kind` column: it reads long-lived changelogs where the snapshots are gone."""
+    request = {
+        "op": "stream_read",
+        "table": identifier,
+        "start": start,
+        "end": end,
+        "options": dict(options or {}),
+    }
+    return Op(request, lambda result: _table_from_json(result, True))
+
+
 def compact(
     identifier: str, *, full: bool = True, options: Mapping[str, str] | None = None
 ) -> Op[int | None]:
