@@ -7,7 +7,8 @@ One machine per table kind: an append table (append, overwrite, drop partition, 
 marked deleted by deletion vectors), a primary-key table (upsert, delete, compact,
 overwrite, drop partition), and a primary-key table with deletion vectors, whose
 writes and compactions replace its vector files; each replaces hash index files
-(``tests/index_commits``).
+(``tests/index_commits``); primary-key tables with a changelog, kept with the snapshots
+or longer (long-lived changelogs).
 """
 
 from __future__ import annotations
@@ -272,6 +273,67 @@ class ChangelogCleanupModel(CleanupModel):
     options = {"changelog-producer": "input"}  # noqa: RUF012
 
 
+CHANGELOG_MAX = 6
+
+
+class ChangelogRetentionCleanupModel(ChangelogCleanupModel):
+    """Changelogs outlive their snapshots (``changelog.time-retained`` above the snapshot
+    one, at most the six newest ids): expired snapshots are kept as long-lived
+    changelogs, which read exactly the changes of their snapshot until changelog
+    expiration (Paimon 0.9/1.0's rules, modelled here) or a rollback removes them; no
+    file one of them reaches is ever deleted."""
+
+    options = {  # noqa: RUF012
+        "changelog-producer": "input",
+        "changelog.num-retained.min": "1",
+        "changelog.num-retained.max": str(CHANGELOG_MAX),
+        "changelog.time-retained": "2 h",
+        "write-only": "true",  # expiration runs only when the model says
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changes: dict[int, list[tuple[object, ...]]] = {}  # every snapshot's, by id
+        self.kept: list[int] = []  # the long-lived changelogs
+
+    def _committed(self, unlifted: list[Row] | None = None) -> None:
+        new = [s.id for s in self.table.snapshots() if s.id not in self.snapshots]
+        super()._committed(unlifted)
+        for snapshot_id in new:
+            self.changes[snapshot_id] = _changes(self.table, snapshot_id)
+
+    @precondition(lambda self: self.snapshots)
+    @rule(keep=st.integers(1, 4))
+    def expire(self, keep: int) -> None:
+        latest = max(self.snapshots)
+        self.kept += [i for i in sorted(self.snapshots) if i <= latest - keep]
+        super().expire(keep)
+        if self.kept:
+            # Every changelog is younger than its retention: those beyond the newest
+            # CHANGELOG_MAX ids go, but never the newest long-lived one.
+            end = min(max(latest - CHANGELOG_MAX + 1, self.kept[0]), self.kept[-1])
+            self.kept = [i for i in self.kept if i >= end]
+
+    @precondition(lambda self: self.snapshots)
+    @rule(pick=st.integers(0, 100), to_tag=st.booleans())
+    def rollback(self, pick: int, to_tag: bool) -> None:
+        super().rollback(pick, to_tag)
+        target = max(self.snapshots)
+        self.kept = [i for i in self.kept if i <= target]
+        self.changes = {i: c for i, c in self.changes.items() if i <= target}
+
+    @invariant()
+    def every_long_lived_changelog_reads_its_changes(self) -> None:
+        assert self.table._store.changelogs.list_ids() == self.kept
+        for changelog_id in self.kept:
+            assert _changes(self.table, changelog_id) == self.changes[changelog_id], changelog_id
+
+
+def _changes(table: shoal.Table, snapshot_id: int) -> list[tuple[object, ...]]:
+    rows = table.incremental(snapshot_id - 1, snapshot_id, scan_mode="changelog", row_kind=True)
+    return sorted(tuple(r.values()) for r in rows.to_pylist())
+
+
 _SETTINGS = settings(
     max_examples=25,
     stateful_step_count=25,
@@ -286,3 +348,5 @@ TestDeletionVectorTableCleanup = DeletionVectorCleanupModel.TestCase
 TestDeletionVectorTableCleanup.settings = _SETTINGS
 TestChangelogTableCleanup = ChangelogCleanupModel.TestCase
 TestChangelogTableCleanup.settings = settings(_SETTINGS, max_examples=15)
+TestChangelogRetentionCleanup = ChangelogRetentionCleanupModel.TestCase
+TestChangelogRetentionCleanup.settings = settings(_SETTINGS, max_examples=15)
