@@ -392,6 +392,8 @@ def test_expire_snapshots(orders: shoal.Table) -> None:
         "deleted_data_files": 0,
         "deleted_manifest_files": result["deleted_manifest_files"],
         "deleted_index_files": 0,
+        "kept_changelogs": 0,
+        "expired_changelogs": 0,
     }
     assert [s.id for s in orders.snapshots()] == [5, 6]
     again = run("expire-snapshots", orders.path, "--retain-max", "2", "--older-than", "1 h")
