@@ -99,7 +99,6 @@ def test_a_hudi_key_names_its_shoal_equivalent(catalog: shoal.Catalog) -> None:
         {"deletion-vectors.merge-on-read": "true"},
         {"sink.parallelism": "4"},
         {"changelog-producer": "lookup"},
-        {"fields.value.sequence-group": "id"},
         {"file.format": "lance"},
     ],
 )
@@ -236,8 +235,12 @@ def _with_options(table: shoal.Table, extra: dict[str, str]) -> str:
             "deletion-vectors.merge-on-read",
         ),
         (
-            {"merge-engine": "partial-update", "fields.value.sequence-group": "id"},
-            "fields.value.sequence-group",
+            {
+                "merge-engine": "partial-update",
+                "fields.name.sequence-group": "value",
+                "fields.value.aggregate-function": "first_value",
+            },
+            "fields.value.aggregate-function",
         ),
         ({"file.format": "lance"}, "file.format"),
         ({"bucket": "-2"}, "bucket"),

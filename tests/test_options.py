@@ -135,6 +135,10 @@ DECLARED_KEYS = {
     "FIELDS_NESTED_KEY": "fields.<field>.nested-key",
     "AGGREGATION_REMOVE_RECORD_ON_DELETE": "aggregation.remove-record-on-delete",
     "PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE": "partial-update.remove-record-on-delete",
+    "FIELDS_SEQUENCE_GROUP": "fields.<field>.sequence-group",
+    "PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP": (
+        "partial-update.remove-record-on-sequence-group"
+    ),
     "SEQUENCE_FIELD": "sequence.field",
     "IGNORE_DELETE": "ignore-delete",
     "ROWKIND_FIELD": "rowkind.field",

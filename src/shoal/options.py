@@ -274,6 +274,23 @@ AGGREGATION_REMOVE_RECORD_ON_DELETE = _declare(
 PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = _declare(
     Option("partial-update.remove-record-on-delete", parse_bool, False, "-D removes the key.")
 )
+FIELDS_SEQUENCE_GROUP = _declare(
+    Option(
+        "fields.<field>.sequence-group",
+        parse_str,
+        "",
+        "partial-update: comma-separated columns that only rows whose <field> (one or "
+        "several comma-separated sequence columns) is not older update.",
+    )
+)
+PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP = _declare(
+    Option(
+        "partial-update.remove-record-on-sequence-group",
+        parse_str,
+        "",
+        "partial-update: sequence columns whose group's -D rows remove the whole row.",
+    )
+)
 SEQUENCE_FIELD = _declare(
     Option(
         "sequence.field",

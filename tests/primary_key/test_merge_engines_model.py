@@ -15,7 +15,11 @@ from hypothesis import strategies as st
 
 import shoal
 from tests.conftest import sorted_rows
-from tests.primary_key.engine_model import aggregate_rows, partial_update_rows
+from tests.primary_key.engine_model import (
+    aggregate_rows,
+    partial_update_group_rows,
+    partial_update_rows,
+)
 
 SCHEMA = pa.schema(
     [
@@ -176,6 +180,147 @@ def test_partial_update_reads_as_the_model(tmp_path: Path, steps: list[Any]) -> 
         assert sorted_rows(table.to_arrow(), "k") == expected
 
 
+SG_SCHEMA = pa.schema(
+    [
+        pa.field("k", pa.int64(), False),
+        ("g1", pa.int64()),
+        ("a", pa.string()),
+        ("b", pa.int64()),
+        ("g2a", pa.int64()),
+        ("g2b", pa.string()),
+        ("c", pa.string()),
+        ("d", pa.string()),
+        ("e", pa.int64()),
+        ("f", pa.int64()),
+        ("kind", pa.string()),
+    ]
+)
+# column: (function, ignore-retract); b and d aggregate in their groups, f outside any.
+# Over several merges only functions whose fold does not depend on which rows met in
+# earlier merges: in a group, listagg prepends older rows and last_non_null_value takes
+# an older value only while it holds none, so their results (in Paimon too) follow the
+# merge history; one merge checks them.
+SG_FUNCTIONS = {"b": ("sum", False), "d": ("max", True), "f": ("sum", False)}
+SG_ONE_MERGE_FUNCTIONS = {
+    "b": ("sum", False),
+    "c": ("last_non_null_value", False),
+    "d": ("listagg", True),
+    "f": ("sum", False),
+}
+SG_ROW = st.fixed_dictionaries(
+    {
+        "k": st.integers(0, 4),
+        "g1": _maybe(st.integers(0, 4)),
+        "a": _maybe(st.sampled_from(["p", "q", "r"])),
+        "b": _maybe(st.integers(-9, 9)),
+        "g2a": _maybe(st.integers(0, 2)),
+        "g2b": _maybe(st.sampled_from(["x", "y"])),
+        "c": _maybe(st.sampled_from(["m", "n"])),
+        "d": _maybe(st.sampled_from(["u", "v"])),
+        "e": _maybe(st.integers(0, 9)),
+        "f": _maybe(st.integers(-9, 9)),
+        "kind": st.sampled_from(["+I", "+U", "-U", "-D"]),
+    }
+)
+SG_STEP = st.one_of(
+    st.tuples(st.just("write"), st.lists(SG_ROW, min_size=1, max_size=8)),
+    st.tuples(st.just("compact"), st.sampled_from(["full", "universal"])),
+)
+SG_GROUPS = [(("g1",), ("a", "b")), (("g2a", "g2b"), ("c", "d"))]
+
+
+def _sg_table(path: Path, functions: dict[str, tuple[str, bool]], removes: bool) -> shoal.Table:
+    options = {
+        "bucket": "1",
+        "merge-engine": "partial-update",
+        "rowkind.field": "kind",
+        "num-sorted-run.compaction-trigger": "3",
+        "fields.g1.sequence-group": "a,b",
+        "fields.g2a,g2b.sequence-group": "c,d",
+        **{f"fields.{c}.aggregate-function": f for c, (f, _) in functions.items()},
+        **{f"fields.{c}.ignore-retract": "true" for c, (_, i) in functions.items() if i},
+    }
+    if removes:
+        options["partial-update.remove-record-on-sequence-group"] = "g1"
+    return shoal.Catalog(str(path)).create_table(
+        f"db.t{uuid.uuid4().hex}", SG_SCHEMA, primary_keys=["k"], options=options
+    )
+
+
+def _first_rows_insert(
+    rows: list[dict[str, Any]], history: dict[int, list[tuple[str, dict[str, Any]]]]
+) -> list[dict[str, Any]]:
+    # A key's first row is an insert: a lone retraction's effect depends on how merges
+    # met it (in Paimon too).
+    out = []
+    for r in rows:
+        if r["k"] not in history and r["kind"] not in ("+I", "+U"):
+            r = {**r, "kind": "+I"}
+        history.setdefault(r["k"], []).append((r["kind"], r))
+        out.append(r)
+    return out
+
+
+@pytest.mark.parametrize("removes", [False, True])
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=st.lists(SG_STEP, min_size=1, max_size=8))
+def test_partial_update_sequence_groups_read_as_the_model(
+    tmp_path: Path, removes: bool, steps: list[Any]
+) -> None:
+    table = _sg_table(tmp_path / "w", SG_FUNCTIONS, removes)
+    groups = [(seq, members, removes and seq == ("g1",)) for seq, members in SG_GROUPS]
+    history: dict[int, list[tuple[str, dict[str, Any]]]] = {}
+    for op, arg in steps:
+        if op == "compact":
+            # A removal followed by other rows in one merge (a write or a compaction of
+            # newer files) folds them without the rows before it, in Paimon too: with
+            # removals, writes hold one row per key and compactions merge everything.
+            table.compact("full" if removes else arg)
+            if removes:
+                # A full compaction drops a removed key's DELETE row: a later lone row of
+                # the key is read as it is (Paimon hands a key's only row on untouched).
+                alive = {
+                    r["k"]
+                    for r in partial_update_group_rows(
+                        history, SG_SCHEMA.names, groups, SG_FUNCTIONS, "k"
+                    )
+                }
+                history = {k: v for k, v in history.items() if k in alive}
+            continue
+        rows = list({r["k"]: r for r in arg}.values()) if removes else arg
+        rows = _first_rows_insert(rows, history)
+        table.upsert(pa.Table.from_pylist(rows, schema=SG_SCHEMA))
+        expected = partial_update_group_rows(history, SG_SCHEMA.names, groups, SG_FUNCTIONS, "k")
+        assert sorted_rows(table.to_arrow(), "k") == expected
+
+
+@pytest.mark.parametrize("removes", [False, True])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(rows=st.lists(SG_ROW, min_size=1, max_size=16))
+def test_partial_update_sequence_groups_in_one_merge_fold_as_the_model(
+    tmp_path: Path, removes: bool, rows: list[dict[str, Any]]
+) -> None:
+    table = _sg_table(tmp_path / "w", SG_ONE_MERGE_FUNCTIONS, removes)
+    groups = [(seq, members, removes and seq == ("g1",)) for seq, members in SG_GROUPS]
+    history: dict[int, list[tuple[str, dict[str, Any]]]] = {}
+    rows = _first_rows_insert(rows, history)
+    table.upsert(pa.Table.from_pylist(rows, schema=SG_SCHEMA))
+    expected = partial_update_group_rows(
+        history, SG_SCHEMA.names, groups, SG_ONE_MERGE_FUNCTIONS, "k"
+    )
+    assert sorted_rows(table.to_arrow(), "k") == expected
+    table.compact("full")
+    assert sorted_rows(table.to_arrow(), "k") == expected
+
+
 def test_partial_update_refuses_deletes_it_cannot_merge(tmp_path: Path) -> None:
     table = shoal.Catalog(str(tmp_path)).create_table(
         "db.t", PU_SCHEMA, primary_keys=["k"], options={"merge-engine": "partial-update"}
@@ -223,21 +368,94 @@ def test_aggregation_options_shoal_does_not_implement_are_refused(
 
 
 @pytest.mark.parametrize(
-    "options",
+    ("options", "error", "key"),
     [
-        {"fields.v.sequence-group": "w"},
-        {"fields.v.aggregate-function": "sum"},
-        {"partial-update.remove-record-on-sequence-group": "v"},
+        # Paimon's own validation (SchemaValidation, PartialUpdateMergeFunction.Factory).
+        ({"fields.v.sequence-group": "x"}, shoal.InvalidOptionError, "fields.v.sequence-group"),
+        ({"fields.x.sequence-group": "v"}, shoal.InvalidOptionError, "fields.x.sequence-group"),
+        (
+            {"fields.v.sequence-group": "u", "fields.w.sequence-group": "u"},
+            shoal.InvalidOptionError,
+            "fields.w.sequence-group",
+        ),
+        (
+            {"fields.v.sequence-group": "u", "fields.v.aggregate-function": "max"},
+            shoal.InvalidOptionError,
+            "fields.v.aggregate-function",
+        ),
+        ({"fields.v.aggregate-function": "sum"}, shoal.InvalidOptionError, None),
+        ({"fields.default-aggregate-function": "sum"}, shoal.InvalidOptionError, None),
+        (
+            {"fields.v.sequence-group": "u", "partial-update.remove-record-on-delete": "true"},
+            shoal.InvalidOptionError,
+            "partial-update.remove-record-on-delete",
+        ),
+        (
+            {"ignore-delete": "true", "partial-update.remove-record-on-delete": "true"},
+            shoal.InvalidOptionError,
+            "partial-update.remove-record-on-delete",
+        ),
+        (
+            {"fields.v.sequence-group": "u", "partial-update.remove-record-on-sequence-group": "u"},
+            shoal.InvalidOptionError,
+            "partial-update.remove-record-on-sequence-group",
+        ),
+        (
+            {"merge-engine": "deduplicate", "fields.v.sequence-group": "u"},
+            shoal.InvalidOptionError,
+            "fields.v.sequence-group",
+        ),
+        # What shoal does not implement.
+        (
+            {"fields.v.sequence-group": "u", "fields.u.aggregate-function": "first_value"},
+            shoal.UnsupportedFeatureError,
+            "fields.u.aggregate-function",
+        ),
+        (
+            {"fields.v.sequence-group": "u", "fields.default-aggregate-function": "sum"},
+            shoal.UnsupportedFeatureError,
+            "fields.default-aggregate-function",
+        ),
+        ({"fields.v.sequence-group": "k"}, shoal.UnsupportedFeatureError, None),
+        (
+            {"fields.v.sequence-group": "u", "fields.u.sequence-group": "w"},
+            shoal.UnsupportedFeatureError,
+            None,
+        ),
     ],
 )
-def test_partial_update_options_shoal_does_not_implement_are_refused(
-    tmp_path: Path, options: dict[str, str]
+def test_partial_update_options_paimon_refuses_are_refused(
+    tmp_path: Path, options: dict[str, str], error: type[shoal.ShoalError], key: str | None
 ) -> None:
-    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64()), ("w", pa.int64())])
-    with pytest.raises(shoal.UnsupportedFeatureError):
+    schema = pa.schema(
+        [pa.field("k", pa.int64(), False), ("u", pa.int64()), ("v", pa.int64()), ("w", pa.int64())]
+    )
+    with pytest.raises(error) as info:
         shoal.Catalog(str(tmp_path)).create_table(
             "db.t",
             schema,
             primary_keys=["k"],
             options={"merge-engine": "partial-update", **options},
         )
+    if key is not None:
+        assert key in str(info.value)
+    assert not (tmp_path / "db.db").exists() or not any((tmp_path / "db.db").iterdir())
+
+
+def test_partial_update_deletes_with_sequence_groups_retract_their_groups(tmp_path: Path) -> None:
+    """table.delete writes -D rows whose group sequences are null: as in Paimon they
+    change nothing; a -D carrying a newer sequence removes the group's values."""
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("g", pa.int64()), ("v", pa.string())])
+    table = shoal.Catalog(str(tmp_path)).create_table(
+        "db.t",
+        schema,
+        primary_keys=["k"],
+        options={"merge-engine": "partial-update", "fields.g.sequence-group": "v"},
+    )
+    table.upsert(pa.Table.from_pylist([{"k": 1, "g": 5, "v": "a"}], schema=schema))
+    table.delete(pa.table({"k": pa.array([1], pa.int64())}))
+    assert table.to_arrow().to_pylist() == [{"k": 1, "g": 5, "v": "a"}]
+    table.delete(pa.Table.from_pylist([{"k": 1, "g": 4, "v": None}], schema=schema))
+    assert table.to_arrow().to_pylist() == [{"k": 1, "g": 5, "v": "a"}]
+    table.delete(pa.Table.from_pylist([{"k": 1, "g": 6, "v": None}], schema=schema))
+    assert table.to_arrow().to_pylist() == [{"k": 1, "g": 6, "v": None}]

@@ -97,16 +97,31 @@ class FieldFunction:
 
 
 @dataclass(frozen=True, slots=True)
+class SequenceGroup:
+    """A ``partial-update`` sequence group (``fields.<sequence>.sequence-group``): the
+    columns whose values order its updates, the other columns they update, and whether
+    a -D row of the group removes the whole row
+    (``partial-update.remove-record-on-sequence-group``)."""
+
+    sequence: tuple[str, ...]
+    members: tuple[str, ...]
+    removes: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class MergeSettings:
     """A primary-key table's merge engine, its ``sequence.field`` and ``ignore-delete``;
-    for ``aggregation`` each column's function (``functions``, by column name), and for
-    both ``aggregation`` and ``partial-update`` whether a delete row removes the key."""
+    for ``aggregation`` each column's function (``functions``, by column name; for
+    ``partial-update`` the columns that aggregate), for both ``aggregation`` and
+    ``partial-update`` whether a delete row removes the key, and partial-update's
+    sequence groups."""
 
     engine: str = DEDUPLICATE
     sequence_field: str | None = None
     ignore_delete: bool = False
     functions: tuple[tuple[str, FieldFunction], ...] = ()
     remove_record_on_delete: bool = False
+    sequence_groups: tuple[SequenceGroup, ...] = ()
     # Paimon's LookupMergeFunction (changelog-producer = lookup, force-lookup): of a
     # key's rows above level 0 only the newest counts, which already holds the merge of
     # those below it (each lookup compaction merges the row it looked up).

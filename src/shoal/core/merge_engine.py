@@ -16,7 +16,14 @@ from dataclasses import replace
 from typing import TypeVar
 
 from shoal import options as O
-from shoal.core.kv import AGGREGATION, FIRST_ROW, PARTIAL_UPDATE, FieldFunction, MergeSettings
+from shoal.core.kv import (
+    AGGREGATION,
+    FIRST_ROW,
+    PARTIAL_UPDATE,
+    FieldFunction,
+    MergeSettings,
+    SequenceGroup,
+)
 from shoal.errors import InvalidOptionError, UnsupportedFeatureError
 from shoal.format import types as T
 from shoal.format.schema import TableSchema
@@ -86,6 +93,7 @@ _READ_SUFFIXES = (
     ".aggregate-function",
     ".ignore-retract",
     ".list-agg-delimiter",
+    ".sequence-group",
     ".distinct",
     ".nested-key",
 )
@@ -131,6 +139,12 @@ def check_new_field_options(
                 f"it applies to the aggregation and partial-update merge engines; this "
                 f"table's is {engine}",
             )
+        if found is not None and found[0].key == O.FIELDS_SEQUENCE_GROUP.key:
+            if engine != PARTIAL_UPDATE:
+                raise InvalidOptionError(
+                    key, value, f"sequence groups are partial-update's; this table's is {engine}"
+                )
+            continue  # its columns are checked with the table's merge settings
         if found is not None and found[1] not in names:
             raise InvalidOptionError(key, value, f"column {found[1]!r} is not in the table")
 
@@ -174,7 +188,7 @@ def _merge_settings(schema: TableSchema, raw: Mapping[str, str], table: str) -> 
         if found is not None:
             for_field(found[0], found[1]).get(raw)  # a bad value raises InvalidOptionError
     if engine == PARTIAL_UPDATE:
-        return _partial_update(raw, table, sequence_field, ignore_delete)
+        return _partial_update(schema, raw, table, sequence_field, ignore_delete)
     functions = tuple(
         (f.name, _function(f.name, f.type, schema, raw, sequence_field)) for f in schema.fields
     )
@@ -191,18 +205,171 @@ def _merge_settings(schema: TableSchema, raw: Mapping[str, str], table: str) -> 
     return MergeSettings(engine, sequence_field, ignore_delete, functions, remove)
 
 
+# Aggregate functions whose fold shoal computes inside a partial-update sequence group
+# (where rows older than the group's sequence aggregate in reverse and retractions
+# retract whatever their order); columns outside groups take any function.
+GROUP_FUNCTIONS = {
+    "sum",
+    "product",
+    "max",
+    "min",
+    "bool_and",
+    "bool_or",
+    "last_value",
+    "last_non_null_value",
+    "listagg",
+}
+
+
 def _partial_update(
-    raw: Mapping[str, str], table: str, sequence_field: str | None, ignore_delete: bool
+    schema: TableSchema,
+    raw: Mapping[str, str],
+    table: str,
+    sequence_field: str | None,
+    ignore_delete: bool,
 ) -> MergeSettings:
-    for key in raw:
-        if key == O.FIELDS_DEFAULT_AGGREGATE_FUNCTION.key or key.endswith(".aggregate-function"):
-            raise _refuse(table, "aggregate functions in a partial-update table", key)
-        if key == "partial-update.remove-record-on-sequence-group":
-            raise _refuse(table, "partial-update sequence groups", key)
+    """Partial-update's settings as Paimon's ``PartialUpdateMergeFunction.Factory`` and
+    ``SchemaValidation`` (0.9, 1.0) read them, refusing what they refuse."""
     # Paimon 0.9 and 1.0 read the older spelling of ignore-delete too.
     legacy = raw.get("partial-update.ignore-delete", "").strip().lower() == "true"
+    ignore_delete = ignore_delete or legacy
     remove = O.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.get(raw)
-    return MergeSettings(PARTIAL_UPDATE, sequence_field, ignore_delete or legacy, (), remove)
+    groups = _sequence_groups(schema, raw, table)
+    functions = _partial_update_functions(schema, raw, table, groups)
+    if remove and ignore_delete:
+        raise InvalidOptionError(
+            O.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key,
+            "true",
+            "ignore-delete and partial-update.remove-record-on-delete contradict each "
+            "other (Paimon refuses both set)",
+        )
+    if remove and groups:
+        raise InvalidOptionError(
+            O.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key,
+            "true",
+            "sequence groups and partial-update.remove-record-on-delete contradict each "
+            "other (Paimon refuses both set); set partial-update.remove-record-on-sequence-group "
+            "to remove the row on a group's -D",
+        )
+    return MergeSettings(
+        PARTIAL_UPDATE, sequence_field, ignore_delete, functions, remove, tuple(groups)
+    )
+
+
+def _sequence_groups(
+    schema: TableSchema, raw: Mapping[str, str], table: str
+) -> list[SequenceGroup]:
+    names = set(schema.field_names)
+    groups: list[SequenceGroup] = []
+    member_of: dict[str, str] = {}
+    for key, value in sorted(raw.items()):
+        found = O.field_option(key)
+        if found is None or found[0].key != O.FIELDS_SEQUENCE_GROUP.key:
+            continue
+        sequence = tuple(found[1].split(","))
+        # Paimon splits on commas and matches names exactly (no trimming).
+        for name in sequence:
+            if name not in names:
+                raise InvalidOptionError(
+                    key, value, f"sequence column {name!r} is not in the table"
+                )
+        members: list[str] = []
+        for name in value.split(","):
+            if name not in names:
+                raise InvalidOptionError(key, value, f"column {name!r} is not in the table")
+            if name in member_of:
+                raise InvalidOptionError(
+                    key,
+                    value,
+                    f"column {name!r} is in two sequence groups ({member_of[name]} and {key})",
+                )
+            member_of[name] = key
+            if name not in sequence and name not in members:
+                members.append(name)
+        groups.append(SequenceGroup(sequence, tuple(members)))
+    for group in groups:
+        for name in group.sequence:
+            if name in schema.primary_keys or set(group.members) & set(schema.primary_keys):
+                raise _refuse(table, "a primary-key column in a sequence group", name)
+            if raw.get(for_field(O.FIELDS_AGGREGATE_FUNCTION, name).key, ""):
+                key = for_field(O.FIELDS_AGGREGATE_FUNCTION, name).key
+                raise InvalidOptionError(
+                    key, raw[key], f"{name!r} orders a sequence group and cannot aggregate"
+                )
+            others = [g for g in groups if g is not group and name in (*g.sequence, *g.members)]
+            if others:
+                raise _refuse(
+                    table,
+                    f"column {name!r} ordering one sequence group and belonging to another",
+                    for_field(O.FIELDS_SEQUENCE_GROUP, ",".join(group.sequence)).key,
+                )
+    removing = O.PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP.get(raw)
+    if removing:
+        listed = removing.split(",")
+        sequences = {n for g in groups for n in g.sequence}
+        if not set(listed) <= sequences:
+            raise InvalidOptionError(
+                O.PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP.key,
+                removing,
+                "each column must order a sequence group",
+            )
+        groups = [replace(g, removes=bool(set(g.sequence) & set(listed))) for g in groups]
+    return groups
+
+
+def _partial_update_functions(
+    schema: TableSchema, raw: Mapping[str, str], table: str, groups: list[SequenceGroup]
+) -> tuple[tuple[str, FieldFunction], ...]:
+    """The columns of a partial-update table that aggregate: those with their own
+    function or, when set, the default one (Paimon needs sequence groups for either)."""
+    default = O.FIELDS_DEFAULT_AGGREGATE_FUNCTION.get(raw).strip()
+    named = [
+        f.name for f in schema.fields if raw.get(for_field(O.FIELDS_AGGREGATE_FUNCTION, f.name).key)
+    ]
+    if not default and not named:
+        return ()
+    if not groups:
+        key = (
+            O.FIELDS_DEFAULT_AGGREGATE_FUNCTION.key
+            if default
+            else (for_field(O.FIELDS_AGGREGATE_FUNCTION, named[0]).key)
+        )
+        raise InvalidOptionError(
+            key, raw[key], "a partial-update table aggregates only with sequence groups"
+        )
+    sequence_of = {n: g for g in groups for n in g.sequence}
+    member_of = {n: g for g in groups for n in g.members}
+    functions = []
+    for f in schema.fields:
+        if f.name in schema.primary_keys or not (default or f.name in named):
+            continue
+        function = _function(f.name, f.type, schema, raw, None)
+        key = for_field(O.FIELDS_AGGREGATE_FUNCTION, f.name).key
+        if f.name not in named:
+            key = O.FIELDS_DEFAULT_AGGREGATE_FUNCTION.key
+        group = sequence_of.get(f.name)
+        if group is not None:
+            # The default function applies to a group's sequence column too; these
+            # leave it as the group's newest sequence, as without a function.
+            single = len(group.sequence) == 1
+            if function.function == "last_value" or (
+                single and function.function in ("last_non_null_value", "max")
+            ):
+                continue
+            raise _refuse(
+                table,
+                f"the aggregate function {function.function} on sequence column {f.name!r}",
+                key,
+            )
+        if f.name in member_of and function.function not in GROUP_FUNCTIONS:
+            raise _refuse(
+                table,
+                f"the aggregate function {function.function} in a sequence group "
+                f"(column {f.name!r})",
+                key,
+            )
+        functions.append((f.name, function))
+    return tuple(functions)
 
 
 def _function(

@@ -16,7 +16,8 @@ level) exactly as the rows they came from.
 - ``partial-update``: each column takes the last non-null value of the key's insert
   rows. Retractions are refused (Paimon refuses them too) unless ``ignore-delete``
   drops them or ``partial-update.remove-record-on-delete`` makes a -D row start an
-  empty row (and skips -U rows).
+  empty row (and skips -U rows); with sequence groups (:mod:`partial_update`) they
+  retract their groups' columns.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from shoal.core import kv
-from shoal.core.merge_engine import RETRACTABLE
 from shoal.core.kv import AGGREGATION, KeyValueLayout, MergeSettings
+from shoal.core.merge_engine import RETRACTABLE
 from shoal.errors import InvalidInputDataError, UnsupportedFeatureError
+from shoal.primary_key import partial_update
 from shoal.primary_key.aggregates import Groups, aggregate, column, pick, take
 from shoal.primary_key.ordering import as_numbers, group_starts
 
@@ -106,6 +108,15 @@ def combine(
             rows, settings, groups, retract=retract, restarts=(begin, restart), system=system
         )
         sequence = lasts
+    elif settings.sequence_groups:
+        merged, sequence, deleted = partial_update.merge(
+            rows,
+            settings,
+            groups,
+            kinds=kinds,
+            system=system,
+            primary_keys=set(layout.schema.primary_keys),
+        )
     else:
         merged, sequence = _partial_update(
             rows, settings, groups, kinds=kinds, retract=retract, begin=begin, system=system
@@ -214,6 +225,18 @@ def retractable(settings: MergeSettings) -> str | None:
             name
             for name, f in settings.functions
             if not f.ignore_retract and f.function not in RETRACTABLE
+        ]
+        if refusing:
+            return (
+                f"the aggregate functions of columns {refusing} take no retractions; set "
+                "'fields.<column>.ignore-retract' = 'true' for them, or 'ignore-delete'"
+            )
+        return None
+    if settings.engine == kv.PARTIAL_UPDATE and settings.sequence_groups:
+        refusing = [
+            name
+            for name, f in settings.functions
+            if not f.ignore_retract and f.function not in partial_update.RETRACTING
         ]
         if refusing:
             return (
