@@ -229,7 +229,9 @@ SG_STEP = st.one_of(
 SG_GROUPS = [(("g1",), ("a", "b")), (("g2a", "g2b"), ("c", "d"))]
 
 
-def _sg_table(path: Path, functions: dict[str, tuple[str, bool]], removes: bool) -> shoal.Table:
+def _sg_table(
+    path: Path, functions: dict[str, tuple[str, bool]], removes: bool, **extra: str
+) -> shoal.Table:
     options = {
         "bucket": "1",
         "merge-engine": "partial-update",
@@ -239,9 +241,12 @@ def _sg_table(path: Path, functions: dict[str, tuple[str, bool]], removes: bool)
         "fields.g2a,g2b.sequence-group": "c,d",
         **{f"fields.{c}.aggregate-function": f for c, (f, _) in functions.items()},
         **{f"fields.{c}.ignore-retract": "true" for c, (_, i) in functions.items() if i},
+        **extra,
     }
     if removes:
         options["partial-update.remove-record-on-sequence-group"] = "g1"
+        # Only whole merges (reads, full compactions): see the test below.
+        options["write-only"] = "true"
     return shoal.Catalog(str(path)).create_table(
         f"db.t{uuid.uuid4().hex}", SG_SCHEMA, primary_keys=["k"], options=options
     )
@@ -278,7 +283,8 @@ def test_partial_update_sequence_groups_read_as_the_model(
         if op == "compact":
             # A removal followed by other rows in one merge (a write or a compaction of
             # newer files) folds them without the rows before it, in Paimon too: with
-            # removals, writes hold one row per key and compactions merge everything.
+            # removals, writes hold one row per key, nothing compacts after a write,
+            # and compactions merge everything.
             table.compact("full" if removes else arg)
             if removes:
                 # A full compaction drops a removed key's DELETE row: a later lone row of
@@ -298,7 +304,7 @@ def test_partial_update_sequence_groups_read_as_the_model(
         assert sorted_rows(table.to_arrow(), "k") == expected
 
 
-@pytest.mark.parametrize("removes", [False, True])
+@pytest.mark.parametrize(("removes", "ordered"), [(False, False), (True, False), (True, True)])
 @settings(
     max_examples=40,
     deadline=None,
@@ -306,12 +312,23 @@ def test_partial_update_sequence_groups_read_as_the_model(
 )
 @given(rows=st.lists(SG_ROW, min_size=1, max_size=16))
 def test_partial_update_sequence_groups_in_one_merge_fold_as_the_model(
-    tmp_path: Path, removes: bool, rows: list[dict[str, Any]]
+    tmp_path: Path, removes: bool, ordered: bool, rows: list[dict[str, Any]]
 ) -> None:
-    table = _sg_table(tmp_path / "w", SG_ONE_MERGE_FUNCTIONS, removes)
+    """One write: its rows of a key meet in one merge, in write order or, with
+    ``sequence.field`` = e, ordered by e first (nulls first)."""
+    extra = {"sequence.field": "e"} if ordered else {}
+    table = _sg_table(tmp_path / "w", SG_ONE_MERGE_FUNCTIONS, removes, **extra)
     groups = [(seq, members, removes and seq == ("g1",)) for seq, members in SG_GROUPS]
     history: dict[int, list[tuple[str, dict[str, Any]]]] = {}
-    rows = _first_rows_insert(rows, history)
+    if ordered:
+        merge_order = sorted(
+            enumerate(rows), key=lambda p: (p[1]["e"] is not None, p[1]["e"] or 0, p[0])
+        )
+        # The first row of each key in merge order is the insert.
+        _first_rows_insert([r for _, r in merge_order], history)
+        rows = [r for key_rows in history.values() for _, r in key_rows]
+    else:
+        rows = _first_rows_insert(rows, history)
     table.upsert(pa.Table.from_pylist(rows, schema=SG_SCHEMA))
     expected = partial_update_group_rows(
         history, SG_SCHEMA.names, groups, SG_ONE_MERGE_FUNCTIONS, "k"
