@@ -4,8 +4,9 @@ A file is an orphan when no snapshot, tag or long-lived changelog (of the table 
 one of its branches) reaches it: the files of a commit that failed, of the snapshots a
 rollback removed, or of an expiration that stopped half-way. A run
 
-1. lists the directories cleanup owns: stray files in ``snapshot/`` (anything but
-   snapshot files and hints, such as the temporary files of atomic writes),
+1. lists the directories cleanup owns: stray files in ``snapshot/`` and
+   ``changelog/`` (anything but snapshot and long-lived changelog files and hints, such
+   as the temporary files of atomic writes),
    ``manifest/``, ``index/``, ``statistics/`` and every bucket directory (while step 2
    reads the roots and their manifest lists);
 2. reads every root (snapshots, then tags, then changelogs and branches) and collects
@@ -30,9 +31,9 @@ Safety rules:
   aborts the run: reading it as "references nothing" would delete the files it names.
   Metadata of a snapshot expired while the run reads it is skipped.
 - Directories are removed only when empty, one at a time, never recursively, and
-  never the table root. ``schema/``, ``tag/``, ``consumer/``, ``changelog/``,
-  ``branch/``, unknown directories, files in the table root or in partition
-  directories, and subdirectories of buckets are never touched.
+  never the table root. ``schema/``, ``tag/``, ``consumer/``, the changelog files
+  and hints of ``changelog/``, ``branch/``, unknown directories, files in the table
+  root or in partition directories, and subdirectories of buckets are never touched.
 
 One run is one sequence, :func:`remove_orphan_files`, wherever it runs; an
 :class:`OrphanExecutor` (threads here, Spark tasks in ``shoal.spark.jobs``) runs only
@@ -169,9 +170,13 @@ def list_candidates(
 
 
 def _is_snapshot_metadata(name: str) -> bool:
+    """A snapshot or long-lived changelog file, or a hint of their directories."""
     if name in (EARLIEST, LATEST):
         return True
-    return name.startswith(SNAPSHOT_PREFIX) and name[len(SNAPSHOT_PREFIX) :].isdigit()
+    return any(
+        name.startswith(prefix) and name[len(prefix) :].isdigit()
+        for prefix in (SNAPSHOT_PREFIX, CHANGELOG_PREFIX)
+    )
 
 
 def metadata_directories(store: FileStore) -> list[tuple[str, bool]]:
@@ -180,6 +185,7 @@ def metadata_directories(store: FileStore) -> list[tuple[str, bool]]:
     root = store.root
     return [
         (store.paths.snapshot_dir, True),
+        (store.paths.changelog_dir, True),
         (store.paths.manifest_dir, False),
         (f"{root}/index", False),
         (f"{root}/statistics", False),
