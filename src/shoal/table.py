@@ -380,8 +380,14 @@ class Table:
         at most ``max_deletes`` snapshots in one run. Arguments left as None come from
         the options ``snapshot.num-retained.min``, ``snapshot.num-retained.max``,
         ``snapshot.time-retained`` (``older_than`` = now minus it) and
-        ``snapshot.expire.limit``. A file that a retained snapshot or a tag still uses
-        is never deleted. Tags whose retention has passed are removed first.
+        ``snapshot.expire.limit``. A file that a retained snapshot, a tag or a
+        long-lived changelog still uses is never deleted. Tags whose retention has
+        passed are removed first.
+
+        When the ``changelog.*`` retention exceeds the snapshot one (a table with a
+        changelog producer), each snapshot removed is kept as a long-lived changelog
+        that :meth:`incremental` still reads, and long-lived changelogs expire by
+        those options in the same run (docs/changelog.md).
         """
 
         return expire_snapshots(
