@@ -223,8 +223,11 @@ def changelog_entries(store: FileStore, start: int, end: int) -> list[ManifestEn
     if end < start:
         raise InvalidArgumentError(f"incremental range ({start}, {end}] runs backwards")
     entries: list[ManifestEntry] = []
+    kept = set(store.changelogs.list_ids())  # one listing, not a read per snapshot
     for snapshot_id in range(start + 1, end + 1):
-        snapshot = store.changelogs.find(snapshot_id) or store.snapshots.find(snapshot_id)
+        snapshot = (
+            store.changelogs.find(snapshot_id) if snapshot_id in kept else None
+        ) or store.snapshots.find(snapshot_id)
         if snapshot is None:
             raise SnapshotNotFoundError(
                 f"the changelog of snapshot {snapshot_id} is gone: the snapshot expired and "
