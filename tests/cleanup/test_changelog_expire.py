@@ -5,6 +5,7 @@ and orphan cleanup know them."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from datetime import datetime, timedelta
@@ -194,3 +195,24 @@ def test_without_a_changelog_producer_it_is_refused(tmp_path: Path) -> None:
     write(table, 3)
     table.expire_snapshots(older_than=datetime.now() + LATER)
     assert kept(table) == []
+
+
+def test_a_table_written_elsewhere_without_a_producer_is_read_not_expired(tmp_path: Path) -> None:
+    """Paimon keeps the data files of such a table's APPEND commits as its changelog;
+    shoal reads the table but refuses to write or expire it, before anything changes."""
+    catalog = shoal.Catalog(str(tmp_path))
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    write(table, 3)
+    schema_file = Path(table.path) / "schema" / "schema-0"
+    document = json.loads(schema_file.read_text())
+    document["options"]["changelog.time-retained"] = "2 h"
+    schema_file.write_text(json.dumps(document))
+    opened = shoal.open_table(table.path)
+    assert opened.to_arrow().num_rows == 6
+    before = sorted(p.name for p in Path(table.path).rglob("*") if p.is_file())
+    with pytest.raises(shoal.UnsupportedFeatureError) as info:
+        opened.expire_snapshots(retain_max=1, older_than=datetime.now() + LATER)
+    assert info.value.feature == "changelog.time-retained"
+    with pytest.raises(shoal.UnsupportedFeatureError):
+        write(opened, 1)
+    assert sorted(p.name for p in Path(table.path).rglob("*") if p.is_file()) == before
