@@ -31,7 +31,7 @@ from shoal.core.kv import AGGREGATION, KeyValueLayout, MergeSettings
 from shoal.core.merge_engine import RETRACTABLE
 from shoal.errors import InvalidInputDataError, UnsupportedFeatureError
 from shoal.primary_key import partial_update
-from shoal.primary_key.aggregates import Groups, aggregate, column, pick, take
+from shoal.primary_key.aggregates import Groups, aggregate, column, pick
 from shoal.primary_key.ordering import as_numbers, group_starts
 
 
@@ -82,9 +82,13 @@ def combine(
     each key's rows combined by the table's engine; with ``every_key`` a key's only
     row too (Paimon's lookup compaction hands every key to the engine)."""
     if settings.ignore_delete:
-        rows = rows.filter(pc.invert(kv.is_retract(rows.column(kv.VALUE_KIND))))
+        retracted = kv.is_retract(rows.column(kv.VALUE_KIND))
+        if pc.any(retracted).as_py():
+            rows = rows.filter(pc.invert(retracted))
     if rows.num_rows < (1 if every_key else 2):
         return rows
+    if settings.engine == kv.PARTIAL_UPDATE and not settings.sequence_groups:
+        return _partial_update(rows, layout, settings, every_key=every_key)
     rows = rows.take(pa.array(merge_order(rows, layout.key_columns, settings.sequence_field)))
     n = rows.num_rows
     groups = Groups.of(np.flatnonzero(group_starts(rows, layout.key_columns)), n)
@@ -108,7 +112,7 @@ def combine(
             rows, settings, groups, retract=retract, restarts=(begin, restart), system=system
         )
         sequence = lasts
-    elif settings.sequence_groups:
+    else:
         merged, sequence, deleted = partial_update.merge(
             rows,
             settings,
@@ -116,10 +120,6 @@ def combine(
             kinds=kinds,
             system=system,
             primary_keys=set(layout.schema.primary_keys),
-        )
-    else:
-        merged, sequence = _partial_update(
-            rows, settings, groups, kinds=kinds, retract=retract, begin=begin, system=system
         )
     firsts = rows.take(pa.array(groups.starts))
     single_mask = pa.array(single)
@@ -179,40 +179,130 @@ def _aggregation(
 
 
 def _partial_update(
-    rows: pa.Table,
-    settings: MergeSettings,
-    groups: Groups,
-    *,
-    kinds: np.ndarray,
-    retract: np.ndarray,
-    begin: np.ndarray,
-    system: set[str],
-) -> tuple[dict[str, pa.Array], np.ndarray]:
-    multi = (groups.sizes > 1)[groups.group_of]
-    if not settings.remove_record_on_delete and (retract & multi).any():
+    rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings, *, every_key: bool
+) -> pa.Table:
+    """``combine`` for partial-update without sequence groups: each column is taken
+    once from ``rows`` as they come, at each key's row (its last non-null insert, or the
+    key's only row as it is), rather than the whole table first put in merge order."""
+    kinds = np.asarray(rows.column(kv.VALUE_KIND).to_numpy(zero_copy_only=False))
+    retract = (kinds == kv.UPDATE_BEFORE) | (kinds == kv.DELETE)
+    newest = None if retract.any() else _newest_first(rows, layout, settings)
+    if newest is not None:
+        return _newest_first_update(rows, layout, newest, every_key=every_key)
+    order = merge_order(rows, layout.key_columns, settings.sequence_field)
+    n = len(order)
+    groups = Groups.of(np.flatnonzero(_starts_in_order(rows, layout.key_columns, order)), n)
+    single = (groups.sizes == 1) & (not every_key)
+    if single.all():
+        return rows.take(pa.array(order))
+    kinds, retract = kinds[order], retract[order]
+    if (
+        not settings.remove_record_on_delete
+        and retract.any()
+        and (retract & (groups.sizes > 1)[groups.group_of]).any()
+    ):
         raise InvalidInputDataError(
             "a partial-update table holds a delete (-U or -D row) for a key with other rows: "
             "Paimon refuses deletes here unless 'ignore-delete' or "
             "'partial-update.remove-record-on-delete' is 'true', and so does shoal"
         )
-    after = np.arange(len(kinds)) >= begin[groups.group_of]
-    updates = after & ~retract
+    updates = ~retract
+    deleted = np.zeros(groups.count, dtype=bool)
+    if settings.remove_record_on_delete:
+        # A -D row starts an empty row: only the rows after a key's last -D count.
+        last_delete = pick(kinds == kv.DELETE, groups, last=True)
+        begin = np.where(last_delete >= 0, last_delete, groups.starts)
+        updates &= np.arange(n) >= begin[groups.group_of]
+        deleted = kinds[groups.lasts] == kv.DELETE
+    lasts = groups.lasts
     last_update = pick(updates, groups, last=True)
-    sequence = np.where(last_update >= 0, last_update, groups.lasts)
-    deleted = kinds[groups.lasts] == kv.DELETE if settings.remove_record_on_delete else None
-    merged = {}
+    sequence = np.where(last_update >= 0, last_update, lasts)
+    # A key's only row stays as it is; a removed key keeps its delete row's own values
+    # (never read again: a later row starts an empty row, and readers drop the key).
+    fixed = single | deleted
+    fixed_at = np.where(single, groups.starts, lasts)
+    out = []
     for name in rows.column_names:
-        if name in system:
-            continue
         values = column(rows.column(name))
-        valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        at = pick(updates & valid, groups, last=True)
-        if deleted is not None:
-            # A removed key keeps the delete row's own values (never read again: a
-            # later row starts an empty row, and readers drop the key).
-            at = np.where(deleted, groups.lasts, at)
-        merged[name] = take(values, at)
-    return merged, sequence
+        if name in layout.key_columns:
+            at = groups.starts
+        elif name == kv.SEQUENCE_NUMBER:
+            at = np.where(single, groups.starts, sequence)
+        elif name == kv.VALUE_KIND:
+            merged = np.where(deleted, kv.DELETE, kv.INSERT).astype(np.int8)
+            out.append(pa.array(np.where(single, kinds[groups.starts], merged), pa.int8()))
+            continue
+        else:
+            valid = updates
+            if values.null_count:
+                present = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool)
+                valid = updates & present[order]
+            at = np.where(fixed, fixed_at, pick(valid, groups, last=True))
+        missing = at < 0
+        picked = order[np.where(missing, 0, at)]
+        out.append(values.take(pa.array(picked, mask=missing if missing.any() else None)))
+    return pa.Table.from_arrays(out, schema=rows.schema)
+
+
+def _newest_first(
+    rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings
+) -> tuple[np.ndarray, Groups] | None:
+    """For rows that come as sorted runs newest run first (as the merge hands them
+    over) of one numeric key and no ``sequence.field``: the stable order by key, in
+    which each key's rows fall in sequence, and the keys; None otherwise."""
+    if settings.sequence_field is not None or len(layout.key_columns) != 1:
+        return None
+    key = as_numbers(rows.column(layout.key_columns[0]))
+    sequence = as_numbers(rows.column(kv.SEQUENCE_NUMBER))
+    if key is None or sequence is None:
+        return None
+    order = np.argsort(key, kind="stable")
+    sorted_key, seq = key[order], sequence[order]
+    same = sorted_key[1:] == sorted_key[:-1]
+    if not bool(np.all(seq[1:][same] < seq[:-1][same])):
+        return None
+    starts = np.flatnonzero(np.concatenate(([True], ~same)))
+    return order, Groups.of(starts, len(order))
+
+
+def _newest_first_update(
+    rows: pa.Table, layout: KeyValueLayout, newest: tuple[np.ndarray, Groups], *, every_key: bool
+) -> pa.Table:
+    """partial-update of insert rows in newest-first order: each column's first non-null
+    value of a key is its last in sequence; the merged row carries the newest row's
+    sequence number (a key's only row stays as it is, as in ``_partial_update``)."""
+    order, groups = newest
+    single = (groups.sizes == 1) & (not every_key)
+    out = []
+    for name in rows.column_names:
+        values = column(rows.column(name))
+        if name == kv.VALUE_KIND:
+            kinds = np.asarray(values.to_numpy(zero_copy_only=False))[order[groups.starts]]
+            out.append(pa.array(np.where(single, kinds, kv.INSERT).astype(np.int8), pa.int8()))
+            continue
+        at = groups.starts
+        if values.null_count and name not in layout.key_columns:
+            present = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool)
+            at = np.where(single, groups.starts, pick(present[order], groups, last=False))
+        missing = at < 0
+        picked = order[np.where(missing, 0, at)]
+        out.append(values.take(pa.array(picked, mask=missing if missing.any() else None)))
+    return pa.Table.from_arrays(out, schema=rows.schema)
+
+
+def _starts_in_order(rows: pa.Table, keys: list[str], order: np.ndarray) -> np.ndarray:
+    """True at the first row of each key, for ``rows`` taken in ``order``."""
+    numbers = [as_numbers(rows.column(k)) for k in keys]
+    arrays = [a for a in numbers if a is not None]
+    if len(arrays) == len(keys):
+        starts = np.zeros(len(order), dtype=bool)
+        if len(order):
+            starts[0] = True
+        for a in arrays:
+            ordered = a[order]
+            starts[1:] |= ordered[1:] != ordered[:-1]
+        return starts
+    return group_starts(rows.select(keys).take(pa.array(order)), keys)
 
 
 def retractable(settings: MergeSettings) -> str | None:
