@@ -323,10 +323,14 @@ def retractable(settings: MergeSettings) -> str | None:
             )
         return None
     if settings.engine == kv.PARTIAL_UPDATE and settings.sequence_groups:
+        # Columns in no group ignore retractions; a group's columns retract them.
+        members = {m for g in settings.sequence_groups for m in g.members}
         refusing = [
             name
             for name, f in settings.functions
-            if not f.ignore_retract and f.function not in partial_update.RETRACTING
+            if name in members
+            and not f.ignore_retract
+            and f.function not in partial_update.RETRACTING
         ]
         if refusing:
             return (
