@@ -143,6 +143,13 @@ DECLARED_KEYS = {
     "IGNORE_DELETE": "ignore-delete",
     "ROWKIND_FIELD": "rowkind.field",
     "CHANGELOG_PRODUCER": "changelog-producer",
+    "CHANGELOG_PRODUCER_ROW_DEDUPLICATE": "changelog-producer.row-deduplicate",
+    "CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS": (
+        "changelog-producer.row-deduplicate-ignore-fields"
+    ),
+    "FULL_COMPACTION_DELTA_COMMITS": "full-compaction.delta-commits",
+    "LOOKUP_WAIT": "lookup-wait",
+    "LOOKUP_WAIT_LEGACY": "changelog-producer.lookup-wait",
     "WRITE_ONLY": "write-only",
     "DELETION_VECTORS_ENABLED": "deletion-vectors.enabled",
     "DELETION_VECTORS_MODIFIABLE": "deletion-vectors.modifiable",

@@ -319,7 +319,6 @@ def test_options_set_and_removed() -> None:
             UnsupportedFeatureError,
             "does not implement",
         ),
-        (C.SetOption("changelog-producer", "lookup"), False, UnsupportedFeatureError, "changelog"),
         (C.SetOption("path", "/x"), False, InvalidOptionError, "definition"),
         (C.SetOption("primary-key", "id"), False, InvalidOptionError, "definition"),
     ],

@@ -126,6 +126,3 @@ def test_input_is_refused_on_append_tables_and_with_first_row(tmp_path: Path) ->
         catalog.create_table("db.a", SCHEMA, options={"changelog-producer": "input"})
     with pytest.raises(shoal.InvalidOptionError):
         make(tmp_path, **{"merge-engine": "first-row"})
-    with pytest.raises(shoal.UnsupportedFeatureError) as info:
-        make(tmp_path, **{"changelog-producer": "lookup"})
-    assert info.value.feature == "changelog-producer"
