@@ -12,6 +12,8 @@ import pyarrow as pa
 import pytest
 
 import shoal
+from shoal.core import deletion_vectors as DVS
+from shoal.core.plan import live_entries
 from tests.conftest import sorted_rows
 from tests.interop import java_paimon as jp
 from tests.interop.java_paimon import VERSIONS, JavaPaimon
@@ -88,23 +90,28 @@ def _rows(rng: random.Random, schema: pa.Schema, keys: list[int]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
+@pytest.mark.parametrize("vectors", [False, True], ids=["merge-on-read", "deletion-vectors"])
 @pytest.mark.parametrize("engine", ["aggregation", "partial-update"])
 def test_merge_engine_table_written_by_both_in_turns(
-    java: JavaPaimon, tmp_path: Path, engine: str
+    java: JavaPaimon, tmp_path: Path, engine: str, vectors: bool
 ) -> None:
+    """With deletion vectors every write by either side is followed by a lookup
+    compaction that merges each level-0 key with its row above and marks that row."""
     schema, options = (AGG_SCHEMA, AGG_OPTIONS) if engine == "aggregation" else (PU_SCHEMA, {})
     if engine == "partial-update":
         # The 0.9 and 1.0 jars drop a removed key's row from a merge and then fail on a
         # later insert of the key in the same merge (a NullPointerException; later Paimon
         # writes the DELETE row that shoal writes), so here the deletes are ignored.
         options = {"merge-engine": "partial-update", "ignore-delete": "true"}
-    options = {**options, "bucket": "2", "write-only": "true"}
+    mode = {"deletion-vectors.enabled": "true"} if vectors else {"write-only": "true"}
+    options = {**options, "bucket": "2", **mode}
     warehouse = str(tmp_path)
     ident = "db.t"
     java.run(warehouse, [jp.create_table(ident, schema, primary_keys=["id"], options=options)])
     table = shoal.Catalog(warehouse).get_table(ident)
-    rng = random.Random(f"{java.version}-{engine}")
+    rng = random.Random(f"{java.version}-{engine}-{vectors}")
     written: set[int] = set()
+    marked = False
     for turn in range(10):
         keys = [rng.randint(0, 7) for _ in range(rng.randint(1, 6))]
         # Deletes go only to keys written before: a lone retraction's effect depends on
@@ -132,6 +139,11 @@ def test_merge_engine_table_written_by_both_in_turns(
         theirs = java.run(warehouse, ops)[-1]
         ours = table.to_arrow()
         assert sorted_rows(theirs, "id") == sorted_rows(ours, "id"), f"turn {turn}"
+        latest = table.latest_snapshot()
+        if vectors and latest is not None:  # every write's level-0 files compacted up
+            assert all(e.file.level > 0 for e in live_entries(table._store, latest))
+            marked = marked or bool(DVS.deletion_files(table._store, latest))
+    assert marked or not vectors  # some turn marked rows that newer rows replaced
     theirs_ro = java.run(warehouse, [jp.compact(ident), jp.read(f"{ident}$ro")])[-1]
     assert sorted_rows(table.to_arrow(), "id") == sorted_rows(theirs_ro, "id")
     assert sorted_rows(table.to_arrow(read_optimized=True), "id") == sorted_rows(theirs_ro, "id")

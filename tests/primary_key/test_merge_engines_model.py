@@ -371,7 +371,6 @@ def test_aggregation_refuses_deletes_a_function_cannot_take(tmp_path: Path) -> N
         ({"fields.v.aggregate-function": "bool_and"}, shoal.InvalidOptionError),
         ({"fields.default-aggregate-function": "listagg"}, shoal.InvalidOptionError),
         ({"fields.v.aggregate-function": "hll_sketch"}, shoal.InvalidOptionError),
-        ({"deletion-vectors.enabled": "true"}, shoal.UnsupportedFeatureError),
     ],
 )
 def test_aggregation_options_shoal_does_not_implement_are_refused(

@@ -86,9 +86,11 @@ def rewrite(
         above = tuple(upper) if vectors is None else vectors.upper_files
         found = _look_up(store, bucket_path, unit, above, base)
         settings = store.merge_settings
-        # The rows found join the merge (as the row before, for the changelog): with
-        # deletion vectors they are marked, and the merged row replaces them.
-        if vectors is None or settings.sequence_field is not None or changelog is not None:
+        # The rows found join the merge (as the row before, for the changelog, and
+        # the row an aggregation or partial-update combines with): with deletion
+        # vectors they are marked, and the merged row replaces them.
+        joins = settings.sequence_field is not None or settings.combines
+        if vectors is None or joins or changelog is not None:
             key_columns = store.layout.key_columns
             extra = [_found_rows(merger, bucket_path, above, found, key_columns)]
     merged = merger.merge(runs, extra)

@@ -3,10 +3,11 @@
 
 Every option of an engine is implemented as Paimon defines it or refused when the table
 opens: an aggregate function shoal does not implement (``rbm64``, and the functions of
-later Paimon releases), values whose Java hash order shoal does not reproduce,
-partial-update's sequence groups and its aggregate functions, per-column options shoal
-does not read. Paimon's function names and type rules are
-those of its ``FieldAggregatorFactory`` implementations (0.9 and 1.0 know the same set).
+later Paimon releases), values whose Java hash order shoal does not reproduce, the
+sequence-group layouts and functions inside sequence groups listed where they are
+refused, per-column options shoal does not read. Paimon's function names and type rules
+are those of its ``FieldAggregatorFactory`` implementations (0.9 and 1.0 know the same
+set).
 """
 
 from __future__ import annotations
@@ -151,12 +152,14 @@ def check_new_field_options(
 
 def merge_settings(schema: TableSchema, raw: Mapping[str, str], table: str) -> MergeSettings:
     """The merge settings of a primary-key table (:func:`_merge_settings`), with
-    Paimon's lookup merge when the table looks keys up to produce its changelog
-    (``changelog-producer`` = ``lookup``, or ``force-lookup``); the first-row engine
-    keeps its own merge, as Paimon's does."""
+    Paimon's lookup merge when the table's compactions look keys up (``changelog-
+    producer`` = ``lookup``, ``deletion-vectors.enabled``, or ``force-lookup``); the
+    first-row engine keeps its own merge, as Paimon's does."""
     settings = _merge_settings(schema, raw, table)
-    lookup = O.CHANGELOG_PRODUCER.get(raw) == "lookup" or (
-        raw.get("force-lookup", "").strip().lower() == "true"
+    lookup = (
+        O.CHANGELOG_PRODUCER.get(raw) == "lookup"
+        or O.DELETION_VECTORS_ENABLED.get(raw)
+        or raw.get("force-lookup", "").strip().lower() == "true"
     )
     if lookup and settings.engine != FIRST_ROW:
         return replace(settings, lookup=True)
@@ -177,8 +180,6 @@ def _merge_settings(schema: TableSchema, raw: Mapping[str, str], table: str) -> 
     ignore_delete = O.IGNORE_DELETE.get(raw)
     if engine not in (AGGREGATION, PARTIAL_UPDATE):
         return MergeSettings(engine, sequence_field, ignore_delete)
-    if O.DELETION_VECTORS_ENABLED.get(raw):
-        raise _refuse(table, f"deletion vectors with the {engine} merge engine", engine)
     for key in raw:
         if not key.startswith("fields.") or key == O.FIELDS_DEFAULT_AGGREGATE_FUNCTION.key:
             continue

@@ -305,11 +305,14 @@ def _starts_in_order(rows: pa.Table, keys: list[str], order: np.ndarray) -> np.n
     return group_starts(rows.select(keys).take(pa.array(order)), keys)
 
 
-def retractable(settings: MergeSettings) -> str | None:
-    """Why a write of retractions (deletes, -U rows) into a table with ``settings``
-    would make it unmergeable, or None when the engine takes them."""
+def retractable(settings: MergeSettings, *, updates_before: bool = True) -> str | None:
+    """Why a write of retractions (deletes, and -U rows when ``updates_before``) into
+    a table with ``settings`` would make it unmergeable, or None when the engine takes
+    them."""
     if settings.ignore_delete:
         return None
+    if settings.engine == AGGREGATION and settings.remove_record_on_delete and not updates_before:
+        return None  # a -D row removes the key and reaches no aggregate function
     if settings.engine == AGGREGATION:
         refusing = [
             name

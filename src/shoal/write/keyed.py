@@ -122,7 +122,8 @@ class KeyValueWriter:
             or not ((kinds == kv.UPDATE_BEFORE) | (kinds == kv.DELETE)).any()
         ):
             return
-        reason = engines.retractable(self.settings)
+        updates_before = bool((kinds == kv.UPDATE_BEFORE).any())
+        reason = engines.retractable(self.settings, updates_before=updates_before)
         if reason is not None:
             raise InvalidArgumentError(f"{self.store.uri} cannot take deletes: {reason}")
 
