@@ -182,7 +182,7 @@ class CleanupModel(RuleBasedStateMachine):
         self._committed()
 
     # --- tags ----------------------------------------------------------------------------
-    @precondition(lambda self: self.snapshots)
+    @precondition(lambda self: self._settled())
     @rule(target=tags, pick=st.integers(0, 100))
     def create_tag(self, pick: int) -> str:
         ids = self._settled()
@@ -214,7 +214,7 @@ class CleanupModel(RuleBasedStateMachine):
         # Expiration leaves behind nothing it made unreachable.
         assert stored(self.table) - reachable(self.table) <= junk
 
-    @precondition(lambda self: self.snapshots)
+    @precondition(lambda self: self._settled())
     @rule(pick=st.integers(0, 100), to_tag=st.booleans())
     def rollback(self, pick: int, to_tag: bool) -> None:
         if to_tag and self.tag_rows:
@@ -314,7 +314,7 @@ class ChangelogRetentionCleanupModel(ChangelogCleanupModel):
             end = min(max(latest - CHANGELOG_MAX + 1, self.kept[0]), self.kept[-1])
             self.kept = [i for i in self.kept if i >= end]
 
-    @precondition(lambda self: self.snapshots)
+    @precondition(lambda self: self._settled())
     @rule(pick=st.integers(0, 100), to_tag=st.booleans())
     def rollback(self, pick: int, to_tag: bool) -> None:
         super().rollback(pick, to_tag)
