@@ -17,8 +17,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from shoal.core.paths import CHANGELOG_FILE_PREFIX, PathFactory, id_of
-from shoal.core.snapshot_manager import EARLIEST, LATEST
+from shoal.core.paths import CHANGELOG_FILE_PREFIX, PathFactory
+from shoal.core.snapshot_manager import LATEST, HintedFiles
 from shoal.errors import CorruptMetadataError, SnapshotNotFoundError
 from shoal.format.snapshot import Snapshot
 from shoal.io import FileIO
@@ -26,58 +26,24 @@ from shoal.io import FileIO
 logger = logging.getLogger(__name__)
 
 
-class ChangelogManager:
+class ChangelogManager(HintedFiles):
     """The long-lived changelogs of one table (or branch)."""
+
+    prefix = CHANGELOG_FILE_PREFIX
 
     def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
         self.file_io = file_io
         self.paths = paths
         self._cache: dict[int, Snapshot] = {}
 
-    # --- ids ---------------------------------------------------------------------------------
-    def list_ids(self) -> list[int]:
-        """Ids of the changelog files there are, sorted."""
-        ids = []
-        for status in self.file_io.list_status(self.paths.changelog_dir):
-            changelog_id = id_of(status.path.rsplit("/", 1)[-1], CHANGELOG_FILE_PREFIX)
-            if changelog_id is not None and not status.is_dir:
-                ids.append(changelog_id)
-        return sorted(ids)
-
-    def hint(self, name: str) -> int | None:
-        try:
-            text = self.file_io.read_bytes(f"{self.paths.changelog_dir}/{name}").strip()
-        except FileNotFoundError:
-            return None
-        return int(text) if text.isdigit() and len(text) <= 18 else None
-
-    def write_hint(self, name: str, changelog_id: int) -> None:
-        """Best effort, as the snapshot hints (Paimon writes ``-1`` as ``LATEST`` when a
-        rollback removed every changelog)."""
-        try:
-            path = f"{self.paths.changelog_dir}/{name}"
-            self.file_io.write_bytes(path, str(changelog_id).encode())
-        except OSError as exc:
-            logger.warning("could not update the changelog %s hint: %s", name, exc)
+    @property
+    def directory(self) -> str:
+        return self.paths.changelog_dir
 
     def exists(self, changelog_id: int) -> bool:
         return changelog_id in self._cache or self.file_io.exists(
             self.paths.changelog_path(changelog_id)
         )
-
-    def latest_id(self) -> int | None:
-        hint = self.hint(LATEST)
-        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
-            return hint
-        ids = self.list_ids()
-        return ids[-1] if ids else None
-
-    def earliest_id(self) -> int | None:
-        hint = self.hint(EARLIEST)
-        if hint is not None and self.exists(hint) and not self.exists(hint - 1):
-            return hint
-        ids = self.list_ids()
-        return ids[0] if ids else None
 
     # --- changelogs --------------------------------------------------------------------------
     def changelog(self, changelog_id: int) -> Snapshot:

@@ -24,30 +24,43 @@ EARLIEST = "EARLIEST"
 LATEST = "LATEST"
 
 
-class SnapshotManager:
-    def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
-        self.file_io = file_io
-        self.paths = paths
-        self._cache: dict[int, Snapshot] = {}
-        self._lock = threading.Lock()
+class HintedFiles:
+    """Files named ``<prefix><id>`` in one directory, read by id, with the directory's
+    ``EARLIEST`` and ``LATEST`` hints (snapshots, long-lived changelogs)."""
 
-    # --- ids ---------------------------------------------------------------------------------
+    file_io: FileIO
+    prefix: str
+
+    @property
+    def directory(self) -> str:
+        raise NotImplementedError
+
+    def exists(self, file_id: int) -> bool:
+        raise NotImplementedError
+
     def list_ids(self) -> list[int]:
-        """Ids of the snapshot files there are, sorted."""
+        """Ids of the files there are, sorted."""
         ids = []
-        for status in self.file_io.list_status(self.paths.snapshot_dir):
-            snapshot_id = id_of(status.path.rsplit("/", 1)[-1], SNAPSHOT_PREFIX)
-            if snapshot_id is not None and not status.is_dir:
-                ids.append(snapshot_id)
+        for status in self.file_io.list_status(self.directory):
+            file_id = id_of(status.path.rsplit("/", 1)[-1], self.prefix)
+            if file_id is not None and not status.is_dir:
+                ids.append(file_id)
         return sorted(ids)
 
     def hint(self, name: str) -> int | None:
-        """The snapshot id a hint file holds, if it is there and well formed."""
+        """The id a hint file holds, if it is there and well formed."""
         try:
-            text = self.file_io.read_bytes(f"{self.paths.snapshot_dir}/{name}").strip()
+            text = self.file_io.read_bytes(f"{self.directory}/{name}").strip()
         except FileNotFoundError:
             return None
         return int(text) if text.isdigit() and len(text) <= 18 else None
+
+    def write_hint(self, name: str, file_id: int) -> None:
+        """Best effort: a hint that fails to update only costs readers a listing."""
+        try:
+            self.file_io.write_bytes(f"{self.directory}/{name}", str(file_id).encode())
+        except OSError as exc:
+            logger.warning("could not update the %s hint in %s: %s", name, self.directory, exc)
 
     def latest_id(self) -> int | None:
         hint = self.hint(LATEST)
@@ -62,6 +75,20 @@ class SnapshotManager:
             return hint
         ids = self.list_ids()
         return ids[0] if ids else None
+
+
+class SnapshotManager(HintedFiles):
+    prefix = SNAPSHOT_PREFIX
+
+    def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self._cache: dict[int, Snapshot] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def directory(self) -> str:
+        return self.paths.snapshot_dir
 
     def exists(self, snapshot_id: int) -> bool:
         return snapshot_id in self._cache or self.file_io.exists(
@@ -224,13 +251,6 @@ class SnapshotManager:
         if snapshot.id == 1:
             self.write_hint(EARLIEST, 1)
         return True
-
-    def write_hint(self, name: str, snapshot_id: int) -> None:
-        """Best effort: a hint that fails to update only costs readers a listing."""
-        try:
-            self.file_io.write_bytes(f"{self.paths.snapshot_dir}/{name}", str(snapshot_id).encode())
-        except OSError as exc:
-            logger.warning("could not update the %s hint: %s", name, exc)
 
     def forget(self, snapshot_id: int) -> None:
         with self._lock:
