@@ -161,6 +161,8 @@ def _fold_groups(
 ) -> tuple[dict[str, Any], bool]:
     row: dict[str, Any] = dict.fromkeys(columns)
     grouped = {c for seq, members, _ in groups for c in (*seq, *members)}
+    # first_value's and first_non_null_value's "initialized", which a removal keeps.
+    started: dict[str, bool] = {}
     deleted = False
     for kind, values in rows:
         deleted = False
@@ -200,6 +202,14 @@ def _fold_groups(
                 function = functions.get(m, (None, False))[0]
                 if function is None:
                     row[m] = values[m] if newer else row[m]
+                elif function.startswith("first_"):
+                    acc, value = (row[m], values[m]) if newer else (values[m], row[m])
+                    began = started.get(m, False)
+                    if not began and (function == "first_value" or value is not None):
+                        started[m] = True
+                        row[m] = value
+                    else:
+                        row[m] = acc
                 elif newer:
                     row[m] = _agg(function, row[m], values[m])
                 else:

@@ -304,7 +304,16 @@ def test_partial_update_sequence_groups_read_as_the_model(
         assert sorted_rows(table.to_arrow(), "k") == expected
 
 
-@pytest.mark.parametrize(("removes", "ordered"), [(False, False), (True, False), (True, True)])
+@pytest.mark.parametrize(
+    ("removes", "ordered", "first"),
+    [
+        (False, False, "first_value"),
+        (False, False, "first_non_null_value"),
+        (True, False, "first_value"),
+        (True, True, "first_value"),
+        (False, True, "first_non_null_value"),
+    ],
+)
 @settings(
     max_examples=40,
     deadline=None,
@@ -312,12 +321,15 @@ def test_partial_update_sequence_groups_read_as_the_model(
 )
 @given(rows=st.lists(SG_ROW, min_size=1, max_size=16))
 def test_partial_update_sequence_groups_in_one_merge_fold_as_the_model(
-    tmp_path: Path, removes: bool, ordered: bool, rows: list[dict[str, Any]]
+    tmp_path: Path, removes: bool, ordered: bool, first: str, rows: list[dict[str, Any]]
 ) -> None:
     """One write: its rows of a key meet in one merge, in write order or, with
-    ``sequence.field`` = e, ordered by e first (nulls first)."""
+    ``sequence.field`` = e, ordered by e first (nulls first). Column a takes
+    first_value or first_non_null_value (whose older rows replace the value once it is
+    initialized)."""
     extra = {"sequence.field": "e"} if ordered else {}
-    table = _sg_table(tmp_path / "w", SG_ONE_MERGE_FUNCTIONS, removes, **extra)
+    functions = {**SG_ONE_MERGE_FUNCTIONS, "a": (first, True)}
+    table = _sg_table(tmp_path / "w", functions, removes, **extra)
     groups = [(seq, members, removes and seq == ("g1",)) for seq, members in SG_GROUPS]
     history: dict[int, list[tuple[str, dict[str, Any]]]] = {}
     if ordered:
@@ -330,9 +342,7 @@ def test_partial_update_sequence_groups_in_one_merge_fold_as_the_model(
     else:
         rows = _first_rows_insert(rows, history)
     table.upsert(pa.Table.from_pylist(rows, schema=SG_SCHEMA))
-    expected = partial_update_group_rows(
-        history, SG_SCHEMA.names, groups, SG_ONE_MERGE_FUNCTIONS, "k"
-    )
+    expected = partial_update_group_rows(history, SG_SCHEMA.names, groups, functions, "k")
     assert sorted_rows(table.to_arrow(), "k") == expected
     table.compact("full")
     assert sorted_rows(table.to_arrow(), "k") == expected
@@ -366,7 +376,7 @@ def test_aggregation_refuses_deletes_a_function_cannot_take(tmp_path: Path) -> N
     [
         ({"fields.v.aggregate-function": "count"}, shoal.InvalidOptionError),
         ({"fields.v.aggregate-function": "collect"}, shoal.InvalidOptionError),
-        ({"fields.v.aggregate-function": "rbm64"}, shoal.UnsupportedFeatureError),
+        ({"fields.v.aggregate-function": "merge_map_with_keytime"}, shoal.UnsupportedFeatureError),
         ({"fields.v.aggregate-function": "nested_partial_update"}, shoal.UnsupportedFeatureError),
         ({"fields.v.aggregate-function": "bool_and"}, shoal.InvalidOptionError),
         ({"fields.default-aggregate-function": "listagg"}, shoal.InvalidOptionError),
@@ -423,9 +433,13 @@ def test_aggregation_options_shoal_does_not_implement_are_refused(
         ),
         # What shoal does not implement.
         (
-            {"fields.v.sequence-group": "u", "fields.u.aggregate-function": "first_value"},
+            {
+                "fields.v.sequence-group": "u",
+                "fields.u.aggregate-function": "first_non_null_value",
+                "partial-update.remove-record-on-sequence-group": "v",
+            },
             shoal.UnsupportedFeatureError,
-            "fields.u.aggregate-function",
+            "partial-update.remove-record-on-sequence-group",
         ),
         (
             {"fields.v.sequence-group": "u", "fields.default-aggregate-function": "sum"},
@@ -456,6 +470,49 @@ def test_partial_update_options_paimon_refuses_are_refused(
     if key is not None:
         assert key in str(info.value)
     assert not (tmp_path / "db.db").exists() or not any((tmp_path / "db.db").iterdir())
+
+
+def test_partial_update_group_collections_shoal_does_not_fold_are_refused(tmp_path: Path) -> None:
+    """A distinct collect of rows with ignore-retract is refused when the table is made;
+    a merge_map taking retractions, when a key's row older than its group's sequence
+    follows a retraction in one merge (Paimon puts it before what the retraction left)."""
+    row = pa.struct([pa.field("x", pa.int32())])
+    schema = pa.schema(
+        [
+            pa.field("k", pa.int64(), False),
+            ("g", pa.int64()),
+            ("c", pa.list_(row)),
+            ("m", pa.map_(pa.string(), pa.int64())),
+            ("kind", pa.string()),
+        ]
+    )
+    catalog = shoal.Catalog(str(tmp_path))
+    options = {
+        "merge-engine": "partial-update",
+        "rowkind.field": "kind",
+        "fields.g.sequence-group": "c,m",
+        "fields.m.aggregate-function": "merge_map",
+    }
+    collect = {
+        "fields.c.aggregate-function": "collect",
+        "fields.c.distinct": "true",
+        "fields.c.ignore-retract": "true",
+    }
+    with pytest.raises(shoal.UnsupportedFeatureError, match=r"fields\.c\.aggregate-function"):
+        catalog.create_table("db.c", schema, primary_keys=["k"], options={**options, **collect})
+    table = catalog.create_table("db.m", schema, primary_keys=["k"], options=options)
+
+    def rows(*items: tuple[int, str, list[tuple[str, int]]]) -> pa.Table:
+        return pa.Table.from_pylist(
+            [{"k": 1, "g": g, "c": None, "m": m, "kind": kind} for g, kind, m in items],
+            schema=schema,
+        )
+
+    table.upsert(rows((2, "+I", [("a", 1)]), (1, "+I", [("b", 2)]), (3, "-U", [("a", 1)])))
+    assert table.to_arrow().column("m").to_pylist() == [[("b", 2)]]
+    with pytest.raises(shoal.UnsupportedFeatureError, match=r"fields\.m\.ignore-retract"):
+        table.upsert(rows((4, "+I", [("a", 1)]), (5, "-U", [("a", 1)]), (1, "+I", [("c", 3)])))
+    assert table.to_arrow().column("m").to_pylist() == [[("b", 2)]]
 
 
 def test_partial_update_deletes_with_sequence_groups_retract_their_groups(tmp_path: Path) -> None:

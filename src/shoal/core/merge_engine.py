@@ -208,7 +208,8 @@ def _merge_settings(schema: TableSchema, raw: Mapping[str, str], table: str) -> 
 
 # Aggregate functions whose fold shoal computes inside a partial-update sequence group
 # (where rows older than the group's sequence aggregate in reverse and retractions
-# retract whatever their order); columns outside groups take any function.
+# retract whatever their order), but for the cases _group_function refuses; columns
+# outside groups take any function.
 GROUP_FUNCTIONS = {
     "sum",
     "product",
@@ -218,7 +219,15 @@ GROUP_FUNCTIONS = {
     "bool_or",
     "last_value",
     "last_non_null_value",
+    "first_value",
+    "first_non_null_value",
     "listagg",
+    "collect",
+    "merge_map",
+    "nested_update",
+    "rbm32",
+    "hll_sketch",
+    "theta_sketch",
 }
 
 
@@ -362,15 +371,51 @@ def _partial_update_functions(
                 f"the aggregate function {function.function} on sequence column {f.name!r}",
                 key,
             )
-        if f.name in member_of and function.function not in GROUP_FUNCTIONS:
-            raise _refuse(
-                table,
-                f"the aggregate function {function.function} in a sequence group "
-                f"(column {f.name!r})",
-                key,
-            )
+        if f.name in member_of:
+            _group_function(f.name, f.type, function, raw=raw, table=table, key=key)
         functions.append((f.name, function))
     return tuple(functions)
+
+
+def _group_function(
+    name: str,
+    dtype: T.DataType,
+    function: FieldFunction,
+    *,
+    raw: Mapping[str, str],
+    table: str,
+    key: str,
+) -> None:
+    """Refuses the functions whose fold inside a sequence group shoal does not compute."""
+    fn = function.function
+    if fn not in GROUP_FUNCTIONS:
+        raise _refuse(
+            table, f"the aggregate function {fn} in a sequence group (column {name!r})", key
+        )
+    if fn == "first_non_null_value" and O.PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP.get(raw):
+        # Paimon's row empties on a removal but the aggregator stays "initialized" or
+        # not by what came before, through a state shoal does not follow across removals.
+        raise _refuse(
+            table,
+            f"first_non_null_value in a sequence group (column {name!r}) with "
+            "partial-update.remove-record-on-sequence-group",
+            O.PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP.key,
+        )
+    if (
+        fn == "collect"
+        and function.distinct
+        and function.ignore_retract
+        and isinstance(dtype, T.ArrayType)
+        and not isinstance(dtype.element, T.AtomicType)
+    ):
+        # An older row becomes agg(input, accumulator): Paimon keeps the input's own
+        # duplicate rows, arrays or maps there.
+        raise _refuse(
+            table,
+            f"a distinct collect of {_root(dtype.element)} values with ignore-retract in a "
+            f"sequence group (column {name!r})",
+            key,
+        )
 
 
 def _function(

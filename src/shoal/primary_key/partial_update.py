@@ -29,12 +29,21 @@ import pyarrow.compute as pc
 
 from shoal.core import kv
 from shoal.core.kv import FieldFunction, MergeSettings, SequenceGroup
-from shoal.errors import InvalidInputDataError
+from shoal.errors import InvalidInputDataError, UnsupportedFeatureError
 from shoal.primary_key.aggregates import Groups, aggregate, column, pick, take
 from shoal.primary_key.ordering import as_numbers
+from shoal.primary_key.sketch_aggregates import SKETCHES, sketch_union
 
 # Functions that take retractions inside a group (the others need ignore-retract).
-RETRACTING = {"sum", "product", "last_value", "last_non_null_value"}
+RETRACTING = {
+    "sum",
+    "product",
+    "last_value",
+    "last_non_null_value",
+    "collect",
+    "merge_map",
+    "nested_update",
+}
 
 
 def merge(
@@ -64,6 +73,9 @@ def merge(
     for group, (nonempty, rank) in zip(settings.sequence_groups, ranked, strict=True):
         live = active & nonempty
         accepted = live & _not_older(rank, live, groups)
+        # Rows before a removal set first_value's "initialized" (Paimon resets the row,
+        # not its aggregators).
+        started = pick(~active & nonempty & ~retract, groups, last=False) >= 0
         last = pick(accepted, groups, last=True)
         for name in group.sequence:
             merged[name] = take(column(rows.column(name)), last)
@@ -80,6 +92,7 @@ def merge(
                     live=live,
                     accepted=accepted,
                     retract=retract,
+                    started=started,
                     groups=groups,
                 )
         grouped.update(group.sequence, group.members)
@@ -222,10 +235,13 @@ def _grouped(
     live: np.ndarray,
     accepted: np.ndarray,
     retract: np.ndarray,
+    started: np.ndarray,
     groups: Groups,
 ) -> pa.Array:
     """A group column's aggregate: inserts of a newer sequence fold in as
-    ``agg(accumulator, input)``, older ones as ``agg(input, accumulator)``, and
+    ``agg(accumulator, input)``, older ones as ``aggReversed(accumulator, input)``
+    (``agg(input, accumulator)`` but for collect without ignore-retract, whose
+    ``agg(accumulator, input)`` Paimon's ignore-retract wrapper does not pass on), and
     retractions retract whatever their sequence."""
     fn = function.function
     considered = live & ~retract if function.ignore_retract else live
@@ -250,9 +266,31 @@ def _grouped(
             valid=valid,
             groups=groups,
         )
-    if fn == "listagg":
-        return _listagg(
+    if fn in ("first_value", "first_non_null_value"):
+        inserts = considered & ~retract
+        at = _first(fn, inserts=inserts, accepted=accepted, valid=valid, groups=groups)
+        return take(values, np.where(started, pick(inserts & ~accepted, groups, last=True), at))
+    if fn in SKETCHES:
+        rows = np.flatnonzero(considered & valid)
+        return sketch_union(
+            name, fn, values, rows, (groups.group_of, groups.count), reverse=~accepted
+        )
+    if fn == "listagg" or (fn == "collect" and function.ignore_retract):
+        return _prepending(
             name, function, values, considered=considered, accepted=accepted, groups=groups
+        )
+    if fn in ("merge_map", "nested_update"):
+        _retractions_first(
+            name, function, considered=considered, accepted=accepted, retract=retract, groups=groups
+        )
+        return _prepending(
+            name,
+            function,
+            values,
+            considered=considered,
+            accepted=accepted | retract,
+            groups=groups,
+            retract=retract,
         )
     # The other functions are symmetric: the reversed fold gives the same value.
     picked, sub = _subset(considered, groups)
@@ -280,7 +318,7 @@ def _last_non_null(
     return take(values, at)
 
 
-def _listagg(
+def _prepending(
     name: str,
     function: FieldFunction,
     values: pa.Array,
@@ -288,14 +326,79 @@ def _listagg(
     considered: np.ndarray,
     accepted: np.ndarray,
     groups: Groups,
+    retract: np.ndarray | None = None,
 ) -> pa.Array:
-    """listagg in a group: newer inserts append, older ones prepend (so the older ones
-    come first, latest arrival first)."""
+    """listagg, collect, merge_map and nested_update in a group: newer rows append
+    (``agg(accumulator, input)``), older ones prepend (``agg(input, accumulator)``),
+    so the fold is the function's own over the older rows, latest arrival first, then
+    the others in arrival order."""
     picked, sub = _subset(considered, groups)
     position = picked.astype(np.int64)
     within = np.where(accepted[picked], position, -position)
     order = np.lexsort((within, groups.group_of[picked]))
     ordered = picked[order]
-    return aggregate(
-        name, function, values.take(pa.array(ordered)), np.zeros(len(ordered), bool), sub
-    )
+    retracting = np.zeros(len(ordered), bool) if retract is None else retract[ordered]
+    return aggregate(name, function, values.take(pa.array(ordered)), retracting, sub)
+
+
+def _retractions_first(
+    name: str,
+    function: FieldFunction,
+    *,
+    considered: np.ndarray,
+    accepted: np.ndarray,
+    retract: np.ndarray,
+    groups: Groups,
+) -> None:
+    """Refuses a key whose older insert comes after a retraction of merge_map or
+    nested_update: Paimon puts it before what the retraction left, which no fold of
+    the function's own in some order of the rows gives."""
+    first = pick(considered & retract, groups, last=False)
+    older = considered & ~accepted & ~retract
+    after = older & (first[groups.group_of] >= 0) & (np.arange(len(older)) > first[groups.group_of])
+    if after.any():
+        key = f"fields.{name}.ignore-retract"
+        raise UnsupportedFeatureError(
+            f"column {name!r} ({function.function} in a sequence group) meets, for one key "
+            "in one merge, a row older than the group's sequence after a retraction; "
+            "Paimon folds it before what the retraction left, which shoal does not "
+            f"compute; set {key!r} to 'true' or read and write the table with Paimon",
+            feature=key,
+        )
+
+
+def _first(
+    fn: str,
+    *,
+    inserts: np.ndarray,
+    accepted: np.ndarray,
+    valid: np.ndarray,
+    groups: Groups,
+) -> np.ndarray:
+    """The row whose value first_value or first_non_null_value leaves in a group when
+    no removal came before (-1: null). Paimon's aggregator is "initialized" by its
+    first insert (first_value) or the first that brings a value (first_non_null_value:
+    a newer non-null insert, or an older insert while it holds an older non-null
+    value); from then on, newer inserts keep the value and each older one
+    (``agg(input, accumulator)``) replaces it, nulls included."""
+    n = len(inserts)
+    position = np.arange(n)
+    older = inserts & ~accepted
+    if fn == "first_value":
+        entered = pick(inserts, groups, last=False)
+        value = np.where(accepted[np.maximum(entered, 0)], entered, -1)
+    else:
+        nonnull = inserts & valid
+        r1 = pick(nonnull, groups, last=False)
+        after = (r1[groups.group_of] >= 0) & (position > r1[groups.group_of])
+        r2 = pick(after & ((nonnull & accepted) | older), groups, last=False)
+        r1_older = (r1 >= 0) & ~accepted[np.maximum(r1, 0)]
+        entered = np.where(r1_older, r2, r1)
+        value = np.where(
+            r1_older,
+            np.where((r2 >= 0) & accepted[np.maximum(r2, 0)], r2, r1),
+            r1,
+        )
+    later = older & (entered[groups.group_of] >= 0) & (position > entered[groups.group_of])
+    replaced = pick(later, groups, last=True)
+    return np.where(replaced >= 0, replaced, value)

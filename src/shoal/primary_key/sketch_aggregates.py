@@ -67,10 +67,18 @@ _UNIONS: dict[str, Callable[[bytes, bytes], bytes]] = {
 
 
 def sketch_union(
-    name: str, fn: str, values: pa.Array, rows: np.ndarray, groups: tuple[np.ndarray, int]
+    name: str,
+    fn: str,
+    values: pa.Array,
+    rows: np.ndarray,
+    groups: tuple[np.ndarray, int],
+    *,
+    reverse: np.ndarray | None = None,
 ) -> pa.Array:
     """The union (``fn``) of each group's non-null ``rows`` (sorted), one value per group
-    (null for a group with none); ``groups``: each row's group, and how many."""
+    (null for a group with none); ``groups``: each row's group, and how many. Rows
+    marked in ``reverse`` (by row of ``values``) fold in as ``union(row, accumulator)``
+    (Paimon's ``aggReversed``), the others as ``union(accumulator, row)``."""
     union = _UNIONS[fn]
     group_of, count = groups
     if not len(rows):
@@ -88,9 +96,10 @@ def sketch_union(
         picks = rows[starts[g] : starts[g] + counts[g]]
         parts = values.take(pa.array(picks)).cast(pa.binary()).to_pylist()
         acc = parts[0]
+        flips = [False] * len(picks) if reverse is None else reverse[picks].tolist()
         try:
-            for part in parts[1:]:
-                acc = union(acc, part)
+            for part, flip in zip(parts[1:], flips[1:], strict=True):
+                acc = union(part, acc) if flip else union(acc, part)
         except (ValueError, RuntimeError, roaring.RoaringFormatError) as e:
             raise InvalidInputDataError(
                 f"column {name!r} ({fn}) holds a value that is not a serialized sketch of "
