@@ -2,7 +2,7 @@
 1.0): one table written in turns by shoal and by Java, several rows of a key per write,
 retractions where the function takes them, compactions by either side; both read the
 same rows after every turn: decimals, arrays and maps element for element (in the
-order Java's hash tables give), bitmaps and sketches byte for byte."""
+order Java's hash tables give), bitmaps (32- and 64-bit) and sketches byte for byte."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 import shoal
-from shoal.format import roaring
+from shoal.format import roaring, roaring64_art
 from tests.conftest import sorted_rows
 from tests.interop import java_paimon as jp
 from tests.interop.java_paimon import VERSIONS, JavaPaimon
@@ -39,6 +39,7 @@ SCHEMA = pa.schema(
         ("nk", pa.list_(ROW)),
         ("nn", pa.list_(ROW)),
         ("r", pa.binary()),
+        ("r6", pa.binary()),
         ("h", pa.binary()),
         ("t", pa.binary()),
     ]
@@ -60,6 +61,8 @@ OPTIONS = {
     "fields.nn.aggregate-function": "nested_update",
     "fields.r.aggregate-function": "rbm32",
     "fields.r.ignore-retract": "true",
+    "fields.r6.aggregate-function": "rbm64",
+    "fields.r6.ignore-retract": "true",
     "fields.h.aggregate-function": "hll_sketch",
     "fields.h.ignore-retract": "true",
     "fields.t.aggregate-function": "theta_sketch",
@@ -73,7 +76,24 @@ def java(request: pytest.FixtureRequest) -> JavaPaimon:
     return JavaPaimon(request.param)
 
 
+def _bitmap64(rng: random.Random) -> bytes:
+    """Values around a few bases (some above 2^63, negative as Java longs), runs and
+    scattered values over up to a few hundred 48-bit high keys."""
+    values: list[int] = []
+    for _ in range(rng.randint(1, 3)):
+        base = rng.choice([0, 1 << 40, (1 << 63) + (7 << 20), (1 << 64) - 70_000])
+        if rng.random() < 0.3:
+            start = base + rng.randrange(1 << 17)
+            values.extend(range(start, start + rng.randint(1, 5000)))
+        else:
+            spread = rng.choice([1 << 16, 1 << 22, 1 << 30])
+            values.extend(base + rng.randrange(spread) for _ in range(rng.randint(1, 400)))
+    return roaring64_art.encode(np.array([v % (1 << 64) for v in values], dtype=np.uint64))
+
+
 def _sketch(rng: random.Random, kind: str) -> bytes:
+    if kind == "r6":
+        return _bitmap64(rng)
     values = rng.sample(range(5000), rng.randint(1, 300))
     if kind == "r":
         return roaring.encode32(np.array(sorted(values), dtype=np.uint32))

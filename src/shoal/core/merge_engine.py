@@ -2,8 +2,8 @@
 ``aggregation`` each column's aggregate function.
 
 Every option of an engine is implemented as Paimon defines it or refused when the table
-opens: an aggregate function shoal does not implement (``rbm64``, and the functions of
-later Paimon releases), values whose Java hash order shoal does not reproduce, the
+opens: an aggregate function shoal does not implement (the functions of later Paimon
+releases), values whose Java hash order shoal does not reproduce, the
 sequence-group layouts and functions inside sequence groups listed where they are
 refused, per-column options shoal does not read. Paimon's function names and type rules
 are those of its ``FieldAggregatorFactory`` implementations (0.9 and 1.0 know the same
@@ -67,6 +67,7 @@ IMPLEMENTED: dict[str, set[str] | None] = {
     "hll_sketch": _BINARY,
     "theta_sketch": _BINARY,
     "rbm32": _BINARY,
+    "rbm64": _BINARY,
     "primary-key": None,
 }
 # Functions that accept retractions (-U, -D rows); the others need ignore-retract.
@@ -82,8 +83,6 @@ RETRACTABLE = {
 }
 # Paimon's functions that shoal does not implement (refused), with the reason.
 UNIMPLEMENTED = {
-    "rbm64": "Paimon 0.9 and 1.0 store it in RoaringBitmap's own Roaring64Bitmap layout "
-    "(an adaptive radix tree of containers), which shoal does not read or write",
     "merge_map_with_keytime": "it exists only in Paimon releases after 1.0",
     "nested_partial_update": "it exists only in Paimon releases after 1.0",
 }

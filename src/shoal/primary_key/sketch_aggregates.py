@@ -4,6 +4,9 @@ the union of a key's values, in the bytes Paimon writes.
 - ``rbm32``: Roaring bitmaps of 32-bit integers in their portable serialization;
   Paimon (``RoaringBitmap32``) runs ``runOptimize`` before it serializes, as
   :func:`shoal.format.roaring.encode32` does.
+- ``rbm64``: RoaringBitmap's own ``Roaring64Bitmap`` serialization; Paimon
+  (``RoaringBitmap64``) ors the input into the accumulator and runs ``runOptimize``,
+  as :func:`shoal.format.roaring64_art.union` does, byte for byte.
 - ``hll_sketch``: Apache DataSketches HLL sketches; Paimon (``HllSketchUtil``) reads
   the accumulator as a sketch and the input as a union (whose ``lgMaxK`` is the
   input's ``lgConfigK``), adds the first to the second and writes the result as a
@@ -29,9 +32,9 @@ import numpy as np
 import pyarrow as pa
 
 from shoal.errors import InvalidInputDataError
-from shoal.format import roaring
+from shoal.format import roaring, roaring64_art
 
-SKETCHES = ("rbm32", "hll_sketch", "theta_sketch")
+SKETCHES = ("rbm32", "rbm64", "hll_sketch", "theta_sketch")
 
 
 def _rbm32(acc: bytes, value: bytes) -> bytes:
@@ -61,6 +64,7 @@ def _theta(acc: bytes, value: bytes) -> bytes:
 
 _UNIONS: dict[str, Callable[[bytes, bytes], bytes]] = {
     "rbm32": _rbm32,
+    "rbm64": roaring64_art.union,
     "hll_sketch": _hll,
     "theta_sketch": _theta,
 }
