@@ -238,9 +238,10 @@ def _with_options(table: shoal.Table, extra: dict[str, str]) -> str:
             {
                 "merge-engine": "partial-update",
                 "fields.name.sequence-group": "value",
-                "fields.value.aggregate-function": "first_value",
+                "fields.value.aggregate-function": "first_non_null_value",
+                "partial-update.remove-record-on-sequence-group": "name",
             },
-            "fields.value.aggregate-function",
+            "partial-update.remove-record-on-sequence-group",
         ),
         ({"file.format": "lance"}, "file.format"),
         ({"bucket": "-2"}, "bucket"),
