@@ -356,6 +356,30 @@ def test_sketch_unions_estimate_the_union(tmp_path: Path) -> None:
     assert ds.hll_sketch.deserialize(merged["h"]).tgt_type == ds.tgt_hll_type.HLL_4
 
 
+def test_hll_sketches_of_two_precisions_in_one_key_are_refused(tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("h", pa.binary())])
+    table = shoal.Catalog(str(tmp_path)).create_table(
+        "db.h",
+        schema,
+        primary_keys=["id"],
+        options={
+            "bucket": "1",
+            "merge-engine": "aggregation",
+            "fields.h.aggregate-function": "hll_sketch",
+        },
+    )
+    sketches = []
+    for lg_k in (10, 12):
+        sketch = ds.hll_sketch(lg_k)
+        for v in range(100):
+            sketch.update(v * lg_k)
+        sketches.append({"id": 1, "h": sketch.serialize_compact()})
+    table.upsert(pa.Table.from_pylist(sketches[:1], schema=schema))
+    table.upsert(pa.Table.from_pylist(sketches[1:], schema=schema))
+    with pytest.raises(shoal.InvalidInputDataError, match="lgConfigK 10 and 12"):
+        table.to_arrow()
+
+
 def test_decimal_retraction_without_exact_quotient_is_refused(tmp_path: Path) -> None:
     schema = pa.schema(
         [pa.field("id", pa.int64(), False), ("p", pa.decimal128(10, 2)), ("kind", pa.string())]

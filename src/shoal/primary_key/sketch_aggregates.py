@@ -10,7 +10,8 @@ the union of a key's values, in the bytes Paimon writes.
 - ``hll_sketch``: Apache DataSketches HLL sketches; Paimon (``HllSketchUtil``) reads
   the accumulator as a sketch and the input as a union (whose ``lgMaxK`` is the
   input's ``lgConfigK``), adds the first to the second and writes the result as a
-  compact ``HLL_4`` sketch.
+  compact ``HLL_4`` sketch. Sketches of different ``lgConfigK`` are refused
+  (``InvalidInputDataError``): the C++ union keeps other estimator state than Java's.
 - ``theta_sketch``: DataSketches theta sketches; Paimon (``ThetaSketch``) adds both to
   a union of the default size (``lgK`` 12) and writes its compact, ordered result.
   DataSketches' C++ library leaves the sampling probability of a compact sketch's
@@ -43,9 +44,22 @@ def _rbm32(acc: bytes, value: bytes) -> bytes:
     return roaring.encode32(np.union1d(left, right), runs=True)
 
 
+class _Unmatched(Exception):
+    """Sketches whose union shoal does not compute as Java Paimon does."""
+
+
 def _hll(acc: bytes, value: bytes) -> bytes:
     sketch = ds.hll_sketch.deserialize(acc)
     other = ds.hll_sketch.deserialize(value)
+    if sketch.lg_config_k != other.lg_config_k:
+        # DataSketches' C++ union downsamples to the smaller lgConfigK with other
+        # estimator state than Java's, so the bytes (and later estimates) would differ.
+        raise _Unmatched(
+            f"HLL sketches of lgConfigK {sketch.lg_config_k} and {other.lg_config_k} meet "
+            "in one key; shoal unites only sketches of one lgConfigK (Java Paimon's union "
+            "of mixed precisions keeps estimator state shoal does not reproduce): write "
+            "the column's sketches with one lgConfigK"
+        )
     union = ds.hll_union(other.lg_config_k)
     union.update(other)
     union.update(sketch)
@@ -104,6 +118,8 @@ def sketch_union(
         try:
             for part, flip in zip(parts[1:], flips[1:], strict=True):
                 acc = union(part, acc) if flip else union(acc, part)
+        except _Unmatched as e:
+            raise InvalidInputDataError(f"column {name!r} ({fn}): {e}", column=name) from e
         except (ValueError, RuntimeError, roaring.RoaringFormatError) as e:
             raise InvalidInputDataError(
                 f"column {name!r} ({fn}) holds a value that is not a serialized sketch of "
