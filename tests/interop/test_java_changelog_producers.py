@@ -51,6 +51,15 @@ CASES: dict[str, tuple[dict[str, str], bool]] = {
         False,
     ),
     "lookup-first-row": ({"changelog-producer": "lookup", "merge-engine": "first-row"}, False),
+    "lookup-deletion-vectors": (
+        {
+            "changelog-producer": "lookup",
+            "deletion-vectors.enabled": "true",
+            "merge-engine": "aggregation",
+            "fields.v.aggregate-function": "sum",
+        },
+        True,
+    ),
     "full-deduplicate": (
         {"changelog-producer": "full-compaction", "sequence.field": "ts"},
         True,
