@@ -21,6 +21,7 @@ from shoal.format import roaring, roaring64_art
 from tests.conftest import sorted_rows
 from tests.interop import java_paimon as jp
 from tests.interop.java_paimon import VERSIONS, JavaPaimon
+from tests.interop.turns import write_turn
 
 pytestmark = pytest.mark.interop
 
@@ -158,22 +159,15 @@ def test_aggregate_functions_table_written_by_both_in_turns(
             # as shoal does: the 0.9 table holds no null rows there.
             rows = _no_null_rows(rows)
             gone = _no_null_rows(gone)
-        ops: list[jp.Op[Any]] = []
-        if turn % 2 == 1:
-            ops.append(jp.write(ident, rows))
-            if deletes:
-                ops.append(jp.write(ident, gone, kind="DELETE"))
-        else:
-            table.upsert(rows)
-            if deletes:
-                table.delete(gone)
-        if turn in (3, 6):
-            if turn == 3:
-                table.compact("full")
-            else:
-                ops.append(jp.compact(ident))
-        ops.append(jp.read(ident))
-        theirs = java.run(warehouse, ops)[-1]
+        theirs = write_turn(
+            java,
+            warehouse,
+            table,
+            rows,
+            gone if deletes else None,
+            by_java=turn % 2 == 1,
+            compact={3: "full", 6: "java"}.get(turn),
+        )
         assert sorted_rows(theirs, "id") == sorted_rows(table.to_arrow(), "id"), f"turn {turn}"
 
 

@@ -21,6 +21,7 @@ from shoal.format import roaring
 from tests.conftest import sorted_rows
 from tests.interop import java_paimon as jp
 from tests.interop.java_paimon import VERSIONS, JavaPaimon
+from tests.interop.turns import write_turn
 
 pytestmark = pytest.mark.interop
 
@@ -125,22 +126,14 @@ def test_merge_engine_table_written_by_both_in_turns(
         by_java = turn % 2 == 1 if turn < 4 else rng.random() < 0.5
         rows = _rows(rng, schema, keys)
         gone = _rows(rng, schema, deletes)
-        ops: list[jp.Op[Any]] = []
-        if by_java:
-            ops.append(jp.write(ident, rows))
-            if deletes:
-                ops.append(jp.write(ident, gone, kind="DELETE"))
-        else:
-            table.upsert(rows)
-            if deletes:
-                table.delete(gone)
+        compact = None
         if rng.random() < 0.3:
             if rng.random() < 0.5:
-                table.compact("full" if rng.random() < 0.5 else "universal")
+                compact = "full" if rng.random() < 0.5 else "universal"
             else:
-                ops.append(jp.compact(ident))
-        ops.append(jp.read(ident))
-        theirs = java.run(warehouse, ops)[-1]
+                compact = "java"
+        deleted = gone if deletes else None
+        theirs = write_turn(java, warehouse, table, rows, deleted, by_java=by_java, compact=compact)
         ours = table.to_arrow()
         assert sorted_rows(theirs, "id") == sorted_rows(ours, "id"), f"turn {turn}"
         latest = table.latest_snapshot()
@@ -218,22 +211,9 @@ def test_partial_update_sequence_groups_written_by_both_in_turns(
         written.update(keys)
         rows, gone = _sg_rows(rng, keys), _sg_rows(rng, deletes)
         by_java = turn % 2 == 1 if turn < 4 else rng.random() < 0.5
-        ops: list[jp.Op[Any]] = []
-        if by_java:
-            ops.append(jp.write(ident, rows))
-            if deletes:
-                ops.append(jp.write(ident, gone, kind="DELETE"))
-        else:
-            table.upsert(rows)
-            if deletes:
-                table.delete(gone)
-        if turn in (2, 4):
-            if turn == 2:
-                table.compact("universal")
-            else:
-                ops.append(jp.compact(ident))
-        ops.append(jp.read(ident))
-        theirs = java.run(warehouse, ops)[-1]
+        compact = {2: "universal", 4: "java"}.get(turn)
+        deleted = gone if deletes else None
+        theirs = write_turn(java, warehouse, table, rows, deleted, by_java=by_java, compact=compact)
         assert sorted_rows(theirs, "id") == sorted_rows(table.to_arrow(), "id"), f"turn {turn}"
     theirs_ro = java.run(warehouse, [jp.compact(ident), jp.read(f"{ident}$ro")])[-1]
     assert sorted_rows(table.to_arrow(), "id") == sorted_rows(theirs_ro, "id")
@@ -327,6 +307,35 @@ def _nested(rng: random.Random) -> list[dict[str, Any]]:
     return [{"k": rng.randint(0, 6), "v": rng.choice(WORDS)} for _ in range(rng.randint(0, 3))]
 
 
+def _merged_by_both(
+    java: JavaPaimon,
+    warehouse: str,
+    schema: pa.Schema,
+    options: dict[str, str],
+    rows: list[dict[str, Any]],
+) -> pa.Table:
+    """``rows`` written in one batch into a table ``db.j`` by Java and a table ``db.s``
+    by shoal with ``options``: both merge them alike, checked column by column (to
+    name the one that differs). Returns Java's read."""
+    batch = pa.Table.from_pylist(rows, schema=schema)
+    theirs = java.run(
+        warehouse,
+        [
+            jp.create_table("db.j", schema, primary_keys=["id"], options=options),
+            jp.write("db.j", batch),
+            jp.read("db.j"),
+        ],
+    )[-1]
+    ours = shoal.Catalog(warehouse).create_table(
+        "db.s", schema, primary_keys=["id"], options=options
+    )
+    ours.upsert(batch)
+    mine, java_rows = sorted_rows(ours.to_arrow(), "id"), sorted_rows(theirs, "id")
+    for name in schema.names:
+        assert [r[name] for r in mine] == [r[name] for r in java_rows], name
+    return theirs
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_partial_update_group_functions_merge_as_java(
     java: JavaPaimon, tmp_path: Path, seed: int
@@ -374,23 +383,8 @@ def test_partial_update_group_functions_merge_as_java(
                     "kind": kind,
                 }
             )
-    batch = pa.Table.from_pylist(rows, schema=GF_SCHEMA)
     warehouse = str(tmp_path)
-    theirs = java.run(
-        warehouse,
-        [
-            jp.create_table("db.j", GF_SCHEMA, primary_keys=["id"], options=GF_OPTIONS),
-            jp.write("db.j", batch),
-            jp.read("db.j"),
-        ],
-    )[-1]
-    ours = shoal.Catalog(warehouse).create_table(
-        "db.s", GF_SCHEMA, primary_keys=["id"], options=GF_OPTIONS
-    )
-    ours.upsert(batch)
-    mine, java_rows = sorted_rows(ours.to_arrow(), "id"), sorted_rows(theirs, "id")
-    for name in GF_SCHEMA.names:  # column by column, to name the one that differs
-        assert [r[name] for r in mine] == [r[name] for r in java_rows], name
+    theirs = _merged_by_both(java, warehouse, GF_SCHEMA, GF_OPTIONS, rows)
     # And each reads the other's merged rows as its own.
     assert sorted_rows(java.run(warehouse, [jp.read("db.s")])[-1], "id") == sorted_rows(
         theirs, "id"
@@ -458,20 +452,4 @@ def test_partial_update_group_retracting_collections_merge_as_java(
                     "kind": kind,
                 }
             )
-    batch = pa.Table.from_pylist(rows, schema=RC_SCHEMA)
-    warehouse = str(tmp_path)
-    theirs = java.run(
-        warehouse,
-        [
-            jp.create_table("db.j", RC_SCHEMA, primary_keys=["id"], options=RC_OPTIONS),
-            jp.write("db.j", batch),
-            jp.read("db.j"),
-        ],
-    )[-1]
-    ours = shoal.Catalog(warehouse).create_table(
-        "db.s", RC_SCHEMA, primary_keys=["id"], options=RC_OPTIONS
-    )
-    ours.upsert(batch)
-    mine, java_rows = sorted_rows(ours.to_arrow(), "id"), sorted_rows(theirs, "id")
-    for name in RC_SCHEMA.names:
-        assert [r[name] for r in mine] == [r[name] for r in java_rows], name
+    _merged_by_both(java, str(tmp_path), RC_SCHEMA, RC_OPTIONS, rows)

@@ -146,3 +146,35 @@ def run_turns(
     assert ordered(table.to_arrow()) == expected(model)
     check(table)
     return table
+
+
+def write_turn(
+    java: JavaPaimon,
+    warehouse: str,
+    table: shoal.Table,
+    rows: pa.Table,
+    gone: pa.Table | None,
+    *,
+    by_java: bool,
+    compact: str | None = None,
+) -> pa.Table:
+    """One turn on a table that Java and shoal write (not checked against a model):
+    ``rows`` upserted and ``gone`` deleted by Java (``by_java``) or by shoal; then a
+    compaction, by Java (``"java"``) or by shoal with that strategy (``"full"``,
+    ``"universal"``), shoal's before Java's ops run. Returns Java's read after it."""
+    ident = table.name
+    ops: list[jp.Op[Any]] = []
+    if by_java:
+        ops.append(jp.write(ident, rows))
+        if gone is not None:
+            ops.append(jp.write(ident, gone, kind="DELETE"))
+    else:
+        table.upsert(rows)
+        if gone is not None:
+            table.delete(gone)
+    if compact == "java":
+        ops.append(jp.compact(ident))
+    elif compact is not None:
+        table.compact(compact)
+    ops.append(jp.read(ident))
+    return java.run(warehouse, ops)[-1]

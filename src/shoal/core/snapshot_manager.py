@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 
 from shoal.core.paths import SNAPSHOT_PREFIX, PathFactory, id_of
@@ -24,7 +25,7 @@ EARLIEST = "EARLIEST"
 LATEST = "LATEST"
 
 
-class HintedFiles:
+class HintedFiles(ABC):
     """Files named ``<prefix><id>`` in one directory, read by id, with the directory's
     ``EARLIEST`` and ``LATEST`` hints (snapshots, long-lived changelogs)."""
 
@@ -32,11 +33,13 @@ class HintedFiles:
     prefix: str
 
     @property
+    @abstractmethod
     def directory(self) -> str:
-        raise NotImplementedError
+        """The directory of the files and hints."""
 
+    @abstractmethod
     def exists(self, file_id: int) -> bool:
-        raise NotImplementedError
+        """Whether the file of ``file_id`` is there."""
 
     def list_ids(self) -> list[int]:
         """Ids of the files there are, sorted."""
