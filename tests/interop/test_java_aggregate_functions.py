@@ -92,7 +92,8 @@ def _bitmap64(rng: random.Random) -> bytes:
     return roaring64_art.encode(np.array([v % (1 << 64) for v in values], dtype=np.uint64))
 
 
-def _sketch(rng: random.Random, kind: str) -> bytes:
+def sketch_bytes(rng: random.Random, kind: str) -> bytes:
+    """A random sketch of ``kind``: ``r6`` rbm64, ``r`` rbm32, ``h`` HLL, else theta."""
     if kind == "r6":
         return _bitmap64(rng)
     values = rng.sample(range(5000), rng.randint(1, 300))
@@ -129,7 +130,7 @@ def _value(rng: random.Random, name: str, *, retract: bool) -> Any:
             None if rng.random() < 0.1 else {"k": rng.randint(0, 30), "v": rng.choice(WORDS)}
             for _ in range(rng.randint(0, 3))
         ]
-    return _sketch(rng, name)
+    return sketch_bytes(rng, name)
 
 
 def _rows(rng: random.Random, keys: list[int], *, retract: bool = False) -> pa.Table:

@@ -9,18 +9,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import datasketches as ds
-import numpy as np
 import pyarrow as pa
 import pytest
 
 import shoal
 from shoal.core import deletion_vectors as DVS
 from shoal.core.plan import live_entries
-from shoal.format import roaring
 from tests.conftest import sorted_rows
 from tests.interop import java_paimon as jp
 from tests.interop.java_paimon import VERSIONS, JavaPaimon
+from tests.interop.test_java_aggregate_functions import sketch_bytes
 from tests.interop.turns import write_turn
 
 pytestmark = pytest.mark.interop
@@ -288,21 +286,6 @@ GF_OPTIONS = {
 WORDS = ["a", "b", "c", "dd", "eee", "é"]
 
 
-def _sketch(rng: random.Random, kind: str) -> bytes:
-    values = rng.sample(range(5000), rng.randint(1, 300))
-    if kind == "rb":
-        return roaring.encode32(np.array(sorted(values), dtype=np.uint32))
-    if kind == "hl":
-        hll = ds.hll_sketch(12)
-        for v in values:
-            hll.update(v)
-        return bytes(hll.serialize_compact())
-    theta = ds.update_theta_sketch()
-    for v in values:
-        theta.update(v)
-    return bytes(theta.compact().serialize())
-
-
 def _nested(rng: random.Random) -> list[dict[str, Any]]:
     return [{"k": rng.randint(0, 6), "v": rng.choice(WORDS)} for _ in range(rng.randint(0, 3))]
 
@@ -376,9 +359,9 @@ def test_partial_update_group_functions_merge_as_java(
                     ),
                     "nu": maybe(_nested(rng)),
                     "nn": maybe(_nested(rng)),
-                    "rb": maybe(_sketch(rng, "rb")),
-                    "hl": maybe(_sketch(rng, "hl")),
-                    "th": maybe(_sketch(rng, "th")),
+                    "rb": maybe(sketch_bytes(rng, "r")),
+                    "hl": maybe(sketch_bytes(rng, "h")),
+                    "th": maybe(sketch_bytes(rng, "t")),
                     "ds": maybe(Decimal(rng.randint(-5000, 5000)) / 100),
                     "kind": kind,
                 }
