@@ -12,6 +12,7 @@ from shoal import features
 from shoal import options as O
 from shoal.core import merge_engine
 from shoal.core.changelog_manager import ChangelogManager
+from shoal.core.consumers import ConsumerManager
 from shoal.core.kv import KeyValueLayout, MergeSettings
 from shoal.core.manifests import ManifestStore
 from shoal.core.partition import PartitionCodec
@@ -70,6 +71,12 @@ class FileStore:
     def changelogs(self) -> ChangelogManager:
         """The long-lived changelogs (kept when changelogs outlive their snapshots)."""
         return ChangelogManager(self.file_io, self.paths)
+
+    @cached_property
+    def consumers(self) -> ConsumerManager:
+        """The table's consumers: each streaming reader's next snapshot, which
+        expiration keeps."""
+        return ConsumerManager(self.file_io, self.root)
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:
