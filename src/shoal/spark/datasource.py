@@ -22,13 +22,19 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StringType, StructField, StructType
 
 from shoal.errors import InvalidOptionError, SchemaMismatchError
 from shoal.read.incremental import ROW_KIND
 from shoal.spark.read import ShoalReader, table_columns
 from shoal.spark.source_options import COLUMNS, SourceOptions, open_store
+from shoal.spark.stream_read import ShoalStreamReader
 from shoal.spark.types import spark_schema
 from shoal.spark.write import ShoalWriter, prepare_for_write
 from shoal.table import Table
@@ -87,6 +93,11 @@ class ShoalDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return ShoalReader(self._options(), schema, self.parallelism)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """``readStream``: micro-batches of the commits, offsets snapshot ids
+        (``stream_read``)."""
+        return ShoalStreamReader(self._options(), schema, self.parallelism)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return ShoalWriter(self._options(), schema, overwrite)

@@ -109,6 +109,7 @@ class ShoalReader(DataSourceReader):
     ) -> None:
         """``parallelism``: how many tasks Spark runs at once (default: the cores of this
         machine), the fewest partitions a table with enough data is read in."""
+        options.refuse_stream_options()
         store = open_store(options.path)
         self._store: FileStore | None = store
         self._options = options

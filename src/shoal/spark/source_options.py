@@ -49,6 +49,21 @@ VERSION_AS_OF = "versionasof"
 TIMESTAMP_AS_OF = "timestampasof"
 PARTITION_OVERWRITE_MODE = "partitionoverwritemode"
 MERGE_SCHEMA = "mergeschema"
+# Structured Streaming reads (spark/stream_read): Spark's names and Paimon's consumer keys.
+STARTING_OFFSETS = "startingoffsets"
+MAX_FILES_PER_TRIGGER = "maxfilespertrigger"
+MAX_BYTES_PER_TRIGGER = "maxbytespertrigger"
+CONSUMER_ID = "consumer-id"
+CONSUMER_IGNORE_PROGRESS = "consumer.ignore-progress"
+STREAM_KEYS = frozenset(
+    {
+        STARTING_OFFSETS,
+        MAX_FILES_PER_TRIGGER,
+        MAX_BYTES_PER_TRIGGER,
+        CONSUMER_ID,
+        CONSUMER_IGNORE_PROGRESS,
+    }
+)
 
 KNOWN_KEYS = frozenset(
     {
@@ -70,6 +85,7 @@ KNOWN_KEYS = frozenset(
         MERGE_SCHEMA,
         O.SPLIT_TARGET_SIZE.key,
         O.SPLIT_OPEN_FILE_COST.key,
+        *STREAM_KEYS,
     }
 )
 # Properties Spark's session catalog hands over with a catalog table's options: they
@@ -83,6 +99,9 @@ _SPELLED = {
     TIMESTAMP_AS_OF: "timestampAsOf",
     PARTITION_OVERWRITE_MODE: "partitionOverwriteMode",
     MERGE_SCHEMA: "mergeSchema",
+    STARTING_OFFSETS: "startingOffsets",
+    MAX_FILES_PER_TRIGGER: "maxFilesPerTrigger",
+    MAX_BYTES_PER_TRIGGER: "maxBytesPerTrigger",
 }
 OverwriteMode = Literal["static", "dynamic"]
 
@@ -110,6 +129,8 @@ class SourceOptions:
     overwrite_mode: OverwriteMode | None = None
     write_buffer_size: int = DEFAULT_WRITE_BUFFER
     merge_schema: bool = False
+    # The Structured Streaming read options as given (spark/stream_read parses them).
+    stream: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> SourceOptions:
@@ -146,6 +167,7 @@ class SourceOptions:
             write_buffer_size=_get(raw, WRITE_BUFFER_SIZE, O.parse_memory_size)
             or DEFAULT_WRITE_BUFFER,
             merge_schema=_get(raw, MERGE_SCHEMA, _bool, "mergeSchema") or False,
+            stream=tuple((k, raw[k]) for k in sorted(STREAM_KEYS) if k in raw),
         )
         travel = [
             k
@@ -165,6 +187,17 @@ class SourceOptions:
     @property
     def time_travel(self) -> bool:
         return any(x is not None for x in (self.snapshot_id, self.tag, self.timestamp_ms))
+
+    def refuse_stream_options(self) -> None:
+        """Raises InvalidOptionError for a Structured Streaming read option given to a
+        batch read or a write, where nothing would read it."""
+        if self.stream:
+            key, value = self.stream[0]
+            raise InvalidOptionError(
+                _SPELLED.get(key, key),
+                value,
+                "applies to a streaming read (spark.readStream.format('shoal')) only",
+            )
 
 
 def _system_table(path: str) -> tuple[str, bool]:
