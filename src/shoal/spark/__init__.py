@@ -4,6 +4,7 @@ distributed maintenance jobs. The only package of shoal that imports ``pyspark``
     import shoal.spark
     shoal.spark.register(spark)
     spark.read.format("shoal").load(table_path)
+    shoal.spark.read_table(spark, table_path)  # broadcast in joins when small
     shoal.spark.write_table(df, table_path)  # Spark's Parquet writer where it can
     shoal.spark.compact(spark, table_path, strategy="event-time")
 """
@@ -19,6 +20,7 @@ except ImportError as exc:  # depends on the installation
 from shoal.spark.datasource import ShoalDataSource, register, register_table
 from shoal.spark.jobs import compact, expire_partitions, expire_snapshots, remove_orphan_files
 from shoal.spark.parquet_write import write_parquet
+from shoal.spark.sized_read import read_table
 from shoal.spark.table_write import write_table
 from shoal.spark.udtfs import register_functions
 from shoal.spark.write import prepare_for_write
@@ -29,6 +31,7 @@ __all__ = [
     "expire_partitions",
     "expire_snapshots",
     "prepare_for_write",
+    "read_table",
     "register",
     "register_functions",
     "register_table",
