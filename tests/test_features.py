@@ -33,6 +33,8 @@ VALID = {
     "tag.automatic-creation": "none",
     "tag.default-time-retained": "1 d",
     "partition.expiration-time": "30 d",
+    "consumer.expiration-time": "1 d",
+    "consumer-id": "reader",
     "dynamic-bucket.initial-buckets": "1",
     "dynamic-bucket.assigner-parallelism": "1",
     "changelog.num-retained.min": "10",

@@ -320,6 +320,7 @@ def check_new_options(options: Mapping[str, str], *, primary_key: bool) -> None:
             feature=feature.key,
         )
     O.validate(options)
+    require_consumer_mode(options)
     producer = O.CHANGELOG_PRODUCER.get(options)
     if producer not in ("none", "lookup") and O.MERGE_ENGINE.get(options) == "first-row":
         raise InvalidOptionError(
@@ -327,6 +328,30 @@ def check_new_options(options: Mapping[str, str], *, primary_key: bool) -> None:
             producer,
             "the first-row merge engine takes only the none and lookup changelog producers "
             "(Paimon refuses the others too)",
+        )
+
+
+def require_consumer_mode(options: Mapping[str, str]) -> None:
+    """Refuse ``consumer.mode`` other than ``exactly-once``.
+
+    Paimon's ``at-least-once`` lets each of Flink's reader subtasks record its own
+    progress as it reads, unaligned with checkpoints, the consumer keeping the slowest;
+    shoal's streaming source has one reader, its driver, and records the consumer
+    once per committed micro-batch, which is ``exactly-once``. Storing the other value
+    would promise a behaviour nothing provides.
+
+    Raises:
+        UnsupportedFeatureError: naming the option.
+        InvalidOptionError: a value that is no consumer mode at all.
+    """
+    mode = O.CONSUMER_MODE.get(options)
+    if mode != "exactly-once":
+        raise UnsupportedFeatureError(
+            f"{O.CONSUMER_MODE.key} = {mode!r} asks for per-reader progress recorded "
+            "unaligned with checkpoints (Flink's reader subtasks), which shoal does not "
+            "implement: its streaming source records a consumer once per committed "
+            f"micro-batch; leave the option out or set it to 'exactly-once'",
+            feature=O.CONSUMER_MODE.key,
         )
 
 

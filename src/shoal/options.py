@@ -641,6 +641,37 @@ SNAPSHOT_CLEAN_EMPTY_DIRECTORIES = _declare(
     )
 )
 
+# --- consumers (streaming reads record them; expiration keeps their snapshots) ---------------
+CONSUMER_EXPIRATION_TIME = _declare(
+    Option(
+        "consumer.expiration-time",
+        _optional_duration,
+        None,
+        "Age after which a consumer not advanced is deleted, before each snapshot expiration; "
+        "none: consumers stay until deleted (and hold expiration back).",
+    )
+)
+CONSUMER_ID = _declare(
+    Option("consumer-id", parse_str, "", "Streaming reads: the consumer recording progress.")
+)
+CONSUMER_IGNORE_PROGRESS = _declare(
+    Option(
+        "consumer.ignore-progress",
+        parse_bool,
+        False,
+        "Streaming reads: whether a new query ignores its consumer's recorded progress.",
+    )
+)
+CONSUMER_MODE = _declare(
+    Option(
+        "consumer.mode",
+        parse_str,
+        "exactly-once",
+        "Streaming reads: how a consumer records progress; exactly-once only.",
+        one_of("exactly-once", "at-least-once"),
+    )
+)
+
 # --- partition expiration (used by maintenance) -----------------------------------------------
 PARTITION_EXPIRATION_TIME = _declare(
     Option(

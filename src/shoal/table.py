@@ -388,6 +388,11 @@ class Table:
         changelog producer), each snapshot removed is kept as a long-lived changelog
         that :meth:`incremental` still reads, and long-lived changelogs expire by
         those options in the same run (docs/changelog.md).
+
+        No snapshot at or above a consumer's next snapshot expires (:meth:`consumers`);
+        ``ExpireResult.held_by_consumers`` names the consumers that held snapshots
+        back, and consumers not advanced within ``consumer.expiration-time`` are
+        deleted first (``ExpireResult.expired_consumers``).
         """
 
         return expire_snapshots(
@@ -397,6 +402,41 @@ class Table:
             older_than=older_than,
             max_deletes=max_deletes,
         )
+
+    # --- consumers ---------------------------------------------------------------------------
+    def consumers(self) -> dict[str, int]:
+        """Each consumer's id with the next snapshot it will read, ordered by id.
+
+        Streaming reads under a ``consumer-id`` record their progress there, and
+        expiration keeps every snapshot at or above the smallest next snapshot.
+        Raises CorruptMetadataError for a consumer file that cannot be read."""
+        return self._store.consumers.consumers()
+
+    def reset_consumer(self, consumer_id: str, next_snapshot: int) -> None:
+        """Create or move the consumer ``consumer_id`` to read ``next_snapshot`` next
+        (Paimon's ``reset_consumer``). A snapshot older than the earliest one is
+        refused (its rows are gone); a later one than the next to be committed too.
+
+        Raises:
+            InvalidArgumentError: an id that names no file of ``consumer/`` or a
+                snapshot id out of that range.
+        """
+        self._store.consumers.path(consumer_id)  # the id is checked before the snapshot
+        snapshots = self._store.snapshots
+        earliest, latest = snapshots.earliest_id(), snapshots.latest_id()
+        low, high = earliest or 1, (latest or 0) + 1
+        if not isinstance(next_snapshot, int) or not low <= next_snapshot <= high:
+            raise InvalidArgumentError(
+                f"next_snapshot must be a snapshot id from the earliest ({low}) to the next "
+                f"one to be committed ({high}), not {next_snapshot!r}"
+            )
+        self._store.consumers.record(consumer_id, next_snapshot)
+
+    def delete_consumer(self, consumer_id: str) -> None:
+        """Delete a consumer, so that it holds no snapshot back (none by that id:
+        nothing to do, as in Paimon). Raises InvalidArgumentError for an id that
+        names no file of ``consumer/``."""
+        self._store.consumers.delete(consumer_id)
 
     def expire_partitions(
         self, expiration_time: timedelta | str | None = None, *, now: datetime | None = None

@@ -8,7 +8,8 @@ and the changelog files they add. They go by Paimon's rules (0.9 and 1.0,
 ``ExpireChangelogImpl``), run after snapshot expiration:
 
 - the retention counts from the latest *snapshot*: the changelogs of the newest
-  ``retain_min`` snapshot ids stay, those beyond the newest ``retain_max`` go whatever
+  ``retain_min`` snapshot ids stay, and so do those at or above the next snapshot of
+  any consumer (:mod:`shoal.core.consumers`), those beyond the newest ``retain_max`` go whatever
   their age; in between, changelogs go oldest first up to the first one committed at
   or after the age threshold (its own commit time). At most ``limit`` go per run
   (``snapshot.expire.limit``), and the newest long-lived changelog always stays;
@@ -34,7 +35,7 @@ changelog, which shoal refuses, ``features.decoupled_changelog``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from shoal.core.paths import data_file_path
 from shoal.core.snapshot_manager import EARLIEST
@@ -57,26 +58,42 @@ def expire_changelogs(
     threshold_ms: int,
     limit: int,
     delete: Callable[[Sequence[str]], int],
-) -> tuple[int, int, int]:
-    """Expire the long-lived changelogs the retention lets go; returns how many went,
-    with the changelog files and the manifest files deleted."""
+    consumers: Mapping[str, int],
+) -> tuple[int, int, int, tuple[str, ...]]:
+    """Expire the long-lived changelogs the retention lets go, none at or above the
+    next snapshot of a consumer; returns how many went, with the changelog files and
+    the manifest files deleted, and the consumers that kept changelogs the retention
+    alone would have let go."""
     snapshots, changelogs = store.snapshots, store.changelogs
     latest_snapshot = snapshots.latest_id()
     latest, earliest = changelogs.latest_id(), changelogs.earliest_id()
     if latest_snapshot is None or latest is None or earliest is None:
-        return 0, 0, 0
+        return 0, 0, 0, ()
     low = max(latest_snapshot - retain_max + 1, earliest)
-    end = min(latest_snapshot - retain_min + 1, earliest + limit, latest)
+    retained = min(latest_snapshot - retain_min + 1, earliest + limit, latest)
+    floor = min(consumers.values(), default=retained)
+    end = min(retained, floor)
+    holders = (
+        tuple(sorted(c for c, n in consumers.items() if n == floor)) if floor < retained else ()
+    )
     for changelog_id in range(low, end + 1):
         found = changelogs.find(changelog_id)
         if found is not None and found.time_millis >= threshold_ms:
             end = changelog_id
+            holders = ()  # the retention keeps it anyway
             break
+    if holders:
+        logger.info(
+            "changelogs from %d on are kept for consumer(s) %s, which read snapshot %d next",
+            floor,
+            ", ".join(repr(c) for c in holders),
+            floor,
+        )
     if end <= earliest:
         if changelogs.hint(EARLIEST) is None:  # as snapshot expiration writes its own
             changelogs.write_hint(EARLIEST, earliest)
-        return 0, 0, 0
-    return _expire_until(store, earliest, end, delete)
+        return 0, 0, 0, holders
+    return (*_expire_until(store, earliest, end, delete), holders)
 
 
 def _expire_until(

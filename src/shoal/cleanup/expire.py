@@ -4,8 +4,12 @@ Choosing the range. Of the snapshots ``earliest .. latest``, the newest
 ``retain_min`` always stay; those beyond the newest ``retain_max`` go whatever
 their age; in between, snapshot ``s`` goes only when its successor ``s + 1`` was
 committed before the age threshold, so the snapshot that was current at any moment
-inside the retention window stays readable. At most ``limit`` go per run. The
-result is a range ``[begin, end)``: ``end`` is the oldest snapshot kept.
+inside the retention window stays readable. At most ``limit`` go per run. No
+snapshot at or above the smallest next snapshot of the table's consumers goes
+(:mod:`shoal.core.consumers`; beyond ``retain_max`` too, as in Paimon), and the
+result names the consumers that held snapshots back; consumers not advanced within
+``consumer.expiration-time`` are deleted first. The result is a range
+``[begin, end)``: ``end`` is the oldest snapshot kept.
 
 What goes with them:
 
@@ -60,10 +64,11 @@ time, oldest first.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from shoal import features
 from shoal import options as O
@@ -107,20 +112,21 @@ class ExpireResult:
     deleted_index_files: int = 0
     kept_changelogs: int = 0  # expired snapshots kept as long-lived changelogs
     expired_changelogs: int = 0  # long-lived changelogs removed
+    # The consumers whose next snapshot stopped expiration short of what the retention
+    # let go (their unread snapshots stay), by id.
+    held_by_consumers: tuple[str, ...] = ()
+    # The consumers deleted first for not advancing within consumer.expiration-time.
+    expired_consumers: tuple[str, ...] = ()
 
     def __add__(self, other: ExpireResult) -> ExpireResult:
-        return ExpireResult(*(a + b for a, b in zip(_counts(self), _counts(other), strict=True)))
-
-
-def _counts(result: ExpireResult) -> tuple[int, ...]:
-    return (
-        result.expired_snapshots,
-        result.deleted_data_files,
-        result.deleted_manifest_files,
-        result.deleted_index_files,
-        result.kept_changelogs,
-        result.expired_changelogs,
-    )
+        """Counts added, consumer ids joined."""
+        merged: dict[str, Any] = {}
+        for f in fields(self):
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            merged[f.name] = (
+                tuple(sorted({*mine, *theirs})) if isinstance(mine, tuple) else mine + theirs
+            )
+        return ExpireResult(**merged)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +143,8 @@ class ExpireConfig:
     changelog_retain_min: int | None = None
     changelog_retain_max: int | None = None
     changelog_threshold_ms: int | None = None
+    # Consumers not modified since go before the snapshots (consumer.expiration-time).
+    consumer_threshold_ms: int | None = None
 
     @property
     def decoupled(self) -> bool:
@@ -192,6 +200,10 @@ class ExpireConfig:
         changelog_threshold = (
             threshold if changelog_time is None else (now or datetime.now()) - changelog_time
         )
+        consumer_time = options.get(O.CONSUMER_EXPIRATION_TIME)
+        consumer_threshold = (
+            None if consumer_time is None else epoch_millis((now or datetime.now()) - consumer_time)
+        )
         return ExpireConfig(
             retain_min=retain_min,
             retain_max=retain_max,
@@ -201,6 +213,7 @@ class ExpireConfig:
             changelog_retain_min=changelog_min,
             changelog_retain_max=changelog_max,
             changelog_threshold_ms=epoch_millis(changelog_threshold),
+            consumer_threshold_ms=consumer_threshold,
         )
 
 
@@ -232,9 +245,10 @@ def expire_snapshots(
 def run_expiration(
     store: FileStore, config: ExpireConfig, *, delete: BulkDelete | None = None
 ) -> ExpireResult:
-    """Expire the snapshots ``config`` lets go (see the module docstring), then, when
-    changelogs outlive snapshots, the long-lived changelogs
-    (:mod:`shoal.cleanup.changelog_expire`).
+    """Expire the consumers not advanced within ``consumer.expiration-time``, then the
+    snapshots ``config`` lets go (see the module docstring) below every remaining
+    consumer's next snapshot, then, when changelogs outlive snapshots, the long-lived
+    changelogs (:mod:`shoal.cleanup.changelog_expire`).
 
     Raises:
         UnsupportedFeatureError: the table keeps changelogs longer than snapshots but
@@ -251,49 +265,102 @@ def run_expiration(
             feature=feature.key,
         )
     delete = delete or partial(delete_paths, store.file_io)
-    result = _expire_snapshots(store, config, delete)
+    # Consumers first, as Paimon does, so that a stale one holds nothing back.
+    expired_consumers: tuple[str, ...] = ()
+    if config.consumer_threshold_ms is not None:
+        expired_consumers = tuple(store.consumers.expire(config.consumer_threshold_ms))
+    consumers = store.consumers.consumers()
+    result = _expire_snapshots(store, config, delete, consumers)
+    result += ExpireResult(expired_consumers=expired_consumers)
     if config.decoupled:
         assert config.changelog_retain_min is not None
         assert config.changelog_retain_max is not None
         assert config.changelog_threshold_ms is not None
-        expired, data, manifests = expire_changelogs(
+        expired, data, manifests, held = expire_changelogs(
             store,
             retain_min=config.changelog_retain_min,
             retain_max=config.changelog_retain_max,
             threshold_ms=config.changelog_threshold_ms,
             limit=config.limit,
             delete=delete,
+            consumers=consumers,
         )
         result += ExpireResult(
-            deleted_data_files=data, deleted_manifest_files=manifests, expired_changelogs=expired
+            deleted_data_files=data,
+            deleted_manifest_files=manifests,
+            expired_changelogs=expired,
+            held_by_consumers=held,
         )
     return result
 
 
-def _expire_snapshots(store: FileStore, config: ExpireConfig, delete: BulkDelete) -> ExpireResult:
+def _expire_snapshots(
+    store: FileStore, config: ExpireConfig, delete: BulkDelete, consumers: Mapping[str, int]
+) -> ExpireResult:
     snapshots = store.snapshots
     latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
     if latest is None or earliest is None:
         return ExpireResult()
-    end = _choose_end(store, config, earliest, latest)
+    end, held = _choose_end(store, config, earliest, latest, consumers)
     if end <= earliest:
         if snapshots.hint(EARLIEST) is None:
             snapshots.write_hint(EARLIEST, earliest)
-        return ExpireResult()
-    return _expire_until(
+        return ExpireResult(held_by_consumers=held)
+    result = _expire_until(
         store, earliest, end, config.clean_empty_directories, delete=delete, keep=config.decoupled
     )
+    return result + ExpireResult(held_by_consumers=held)
 
 
-def _choose_end(store: FileStore, config: ExpireConfig, earliest: int, latest: int) -> int:
-    """The oldest snapshot to keep."""
+def _choose_end(
+    store: FileStore,
+    config: ExpireConfig,
+    earliest: int,
+    latest: int,
+    consumers: Mapping[str, int],
+) -> tuple[int, tuple[str, ...]]:
+    """The oldest snapshot to keep, with the consumers that made it older than the
+    retention alone would: a consumer's next snapshot and those after it stay, beyond
+    ``retain_max`` too (Paimon's ``maxExclusive = min(maxExclusive, minNextSnapshot)``)."""
     force_below = max(latest - config.retain_max + 1, earliest)
-    end = min(latest - config.retain_min + 1, earliest + config.limit)
+    retained = min(latest - config.retain_min + 1, earliest + config.limit)
+    end, holders = held_back(consumers, retained)
     for snapshot_id in range(force_below, end):
-        successor = store.snapshots.find(snapshot_id + 1)
-        if successor is None or successor.time_millis >= config.threshold_ms:
-            return snapshot_id
-    return end
+        if not _old_enough(store, config, snapshot_id):
+            return snapshot_id, ()
+    if holders and end >= force_below and not _old_enough(store, config, end):
+        holders = ()  # the retention keeps that snapshot anyway
+    if holders:
+        _log_held("snapshots", end, holders)
+    return end, holders
+
+
+def _old_enough(store: FileStore, config: ExpireConfig, snapshot_id: int) -> bool:
+    """Whether the age threshold lets ``snapshot_id`` go (its successor is older)."""
+    successor = store.snapshots.find(snapshot_id + 1)
+    return successor is not None and successor.time_millis < config.threshold_ms
+
+
+def held_back(consumers: Mapping[str, int], end: int) -> tuple[int, tuple[str, ...]]:
+    """``end`` (the oldest snapshot or changelog the retention keeps) lowered to the
+    smallest next snapshot of ``consumers``, with the consumers at that snapshot when
+    it is lower."""
+    floor = min(consumers.values(), default=None)
+    if floor is None or floor >= end:
+        return end, ()
+    return floor, tuple(sorted(c for c, n in consumers.items() if n == floor))
+
+
+def _log_held(what: str, floor: int, holders: tuple[str, ...]) -> None:
+    # So that a user asking why nothing (or less) expired finds the consumer.
+    logger.info(
+        "%s from %d on are kept for consumer(s) %s, which read snapshot %d next (delete or "
+        "reset a consumer that no longer reads, or set consumer.expiration-time)",
+        what,
+        floor,
+        ", ".join(repr(c) for c in holders),
+        floor,
+    )
 
 
 @dataclass(frozen=True, slots=True)

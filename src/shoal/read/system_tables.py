@@ -347,6 +347,17 @@ def tags_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
     )
 
 
+def consumers_table(store: FileStore, _snapshot: Snapshot | None) -> pa.Table:
+    """One row per consumer, by id (Paimon's ``$consumers``)."""
+    consumers = store.consumers.consumers()
+    return pa.table(
+        {
+            "consumer_id": pa.array(list(consumers), pa.string()),
+            "next_snapshot_id": pa.array(list(consumers.values()), pa.int64()),
+        }
+    )
+
+
 def freshness_table(store: FileStore, snapshot: Snapshot | None) -> pa.Table:
     """The compaction backlog per (partition, bucket) with live files: the files below
     the top level, their minimum event time (epoch ms), count and size. The totals and
@@ -458,6 +469,7 @@ SYSTEM_TABLES: dict[str, Callable[[FileStore, Snapshot | None], pa.Table]] = {
     "options": options_table,
     "schemas": schemas_table,
     "tags": tags_table,
+    "consumers": consumers_table,
     "freshness": freshness_table,
     "table_indexes": table_indexes_table,
 }
