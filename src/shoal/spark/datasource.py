@@ -26,6 +26,7 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
     DataSourceWriter,
 )
 from pyspark.sql.types import StringType, StructField, StructType
@@ -35,6 +36,7 @@ from shoal.read.incremental import ROW_KIND
 from shoal.spark.read import ShoalReader, table_columns
 from shoal.spark.source_options import COLUMNS, SourceOptions, open_store
 from shoal.spark.stream_read import ShoalStreamReader
+from shoal.spark.stream_write import ShoalStreamWriter
 from shoal.spark.types import spark_schema
 from shoal.spark.write import ShoalWriter, prepare_for_write
 from shoal.table import Table
@@ -108,6 +110,10 @@ def register(spark: SparkSession) -> None:
     session's default parallelism: reads split a small table into that many tasks (the
     format Spark finds by itself uses the cores of the machine that plans the read)."""
     spark.dataSource.register(_bound_source(spark, "shoal", {}))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """``writeStream``: each micro-batch one snapshot, at most once (``stream_write``)."""
+        return ShoalStreamWriter(self._options(), schema, overwrite)
 
 
 def register_table(

@@ -9,7 +9,8 @@ follow Paimon's keys (``scan.snapshot-id``, ``scan.tag-name``,
 open-file cost given as a read option overrides the table's. Write options:
 Spark's ``partitionOverwriteMode`` (or shoal's ``dynamic-partition-overwrite``),
 ``mergeSchema`` (as Delta Lake's: columns of the data that the table lacks are added
-first) and ``write-buffer-size``.
+first) and ``write-buffer-size``; a streaming write's commit user comes from Spark's
+``checkpointLocation`` or shoal's ``commit-user`` (``queryName`` is taken and unused).
 
 Every other key is refused: a typo with the nearest known key, one of Paimon's or
 Spark's options that the source does not implement by name.
@@ -44,6 +45,7 @@ FILTER_PUSHDOWN = "filter-pushdown"
 FILTER = "filter"
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 WRITE_BUFFER_SIZE = "write-buffer-size"
+COMMIT_USER = "commit-user"  # a streaming write's commit user (shoal's own option)
 # Spark's own names (lower-cased, as Spark hands them over).
 VERSION_AS_OF = "versionasof"
 TIMESTAMP_AS_OF = "timestampasof"
@@ -64,6 +66,8 @@ STREAM_KEYS = frozenset(
         CONSUMER_IGNORE_PROGRESS,
     }
 )
+CHECKPOINT_LOCATION = "checkpointlocation"  # a streaming write's, when given as an option
+QUERY_NAME = "queryname"  # a streaming write's queryName(...), which Spark hands over too
 
 KNOWN_KEYS = frozenset(
     {
@@ -83,6 +87,9 @@ KNOWN_KEYS = frozenset(
         TIMESTAMP_AS_OF,
         PARTITION_OVERWRITE_MODE,
         MERGE_SCHEMA,
+        COMMIT_USER,
+        CHECKPOINT_LOCATION,
+        QUERY_NAME,
         O.SPLIT_TARGET_SIZE.key,
         O.SPLIT_OPEN_FILE_COST.key,
         *STREAM_KEYS,
@@ -99,6 +106,8 @@ _SPELLED = {
     TIMESTAMP_AS_OF: "timestampAsOf",
     PARTITION_OVERWRITE_MODE: "partitionOverwriteMode",
     MERGE_SCHEMA: "mergeSchema",
+    CHECKPOINT_LOCATION: "checkpointLocation",
+    QUERY_NAME: "queryName",
     STARTING_OFFSETS: "startingOffsets",
     MAX_FILES_PER_TRIGGER: "maxFilesPerTrigger",
     MAX_BYTES_PER_TRIGGER: "maxBytesPerTrigger",
@@ -129,6 +138,8 @@ class SourceOptions:
     overwrite_mode: OverwriteMode | None = None
     write_buffer_size: int = DEFAULT_WRITE_BUFFER
     merge_schema: bool = False
+    commit_user: str | None = None
+    checkpoint_location: str | None = None
     # The Structured Streaming read options as given (spark/stream_read parses them).
     stream: tuple[tuple[str, str], ...] = ()
 
@@ -167,6 +178,8 @@ class SourceOptions:
             write_buffer_size=_get(raw, WRITE_BUFFER_SIZE, O.parse_memory_size)
             or DEFAULT_WRITE_BUFFER,
             merge_schema=_get(raw, MERGE_SCHEMA, _bool, "mergeSchema") or False,
+            commit_user=(raw.get(COMMIT_USER) or "").strip() or None,
+            checkpoint_location=(raw.get(CHECKPOINT_LOCATION) or "").strip() or None,
             stream=tuple((k, raw[k]) for k in sorted(STREAM_KEYS) if k in raw),
         )
         travel = [

@@ -6,6 +6,8 @@ at ``target-file-size``, and returns a picklable message describing its files. T
 commit, in one more Python worker, publishes every task's files in one snapshot.
 Nothing is ever deleted here: a failed or retried task, or a job that fails, leaves
 files that no snapshot references, and orphan cleanup removes them.
+The tasks (:class:`TaskWrite`) and the commit (:func:`commit_tasks`) are shared with
+the streaming writer (``stream_write``), which commits each micro-batch the same way.
 
 Primary-key tables need sequence numbers that order each bucket's rows after every
 row already in it. The planning worker reads the table once and fixes a *floor*
@@ -50,7 +52,13 @@ from shoal.format import data_formats
 from shoal.format.data_file import DataFileMeta
 from shoal.format.snapshot import Snapshot
 from shoal.spark.read import table_columns
-from shoal.spark.source_options import OverwriteMode, SourceOptions, normalize_path, open_store
+from shoal.spark.source_options import (
+    COMMIT_USER,
+    OverwriteMode,
+    SourceOptions,
+    normalize_path,
+    open_store,
+)
 from shoal.transaction import (
     Sequenced,
     Sequencer,
@@ -143,39 +151,34 @@ def merge_schema(schema: StructType, store: FileStore) -> FileStore:
     return store if merged is None else open_store(store.uri)
 
 
-class ShoalWriter(DataSourceArrowWriter):
-    """Appends to, upserts into or overwrites one table, in one snapshot per Spark write."""
+@dataclass(frozen=True)
+class TaskWrite:
+    """What every write task of one Spark write does, planned once (``plan_task_write``)
+    and pickled to the tasks: the batch writer's and the streaming writer's tasks alike.
+    """
 
-    def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
-        store = open_store(options.path)
-        if store.is_primary_key:
-            require_key_writable(store)
-        store.require_writable()
-        if options.merge_schema:
-            store = merge_schema(schema, store)
-        self._path = options.path
-        self._names = conformed_names(schema, store)
-        self._overwrite = overwrite
-        self._dynamic = overwrite and overwrite_mode(store, options) == "dynamic"
-        self._buffer_size = options.write_buffer_size
-        self._primary_key = store.is_primary_key
-        self._dynamic_buckets = store.is_primary_key and store.num_buckets < 1
-        self._first_sequence = first_free_sequence(store) if store.is_primary_key else 0
+    path: str
+    names: tuple[str, ...]
+    buffer_size: int
+    primary_key: bool
+    dynamic_buckets: bool
+    first_sequence: int
 
-    # --- tasks ---------------------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> ShoalCommitMessage:
+        """Write the task's rows into data files (a dynamic-bucket table's rows go to the
+        commit instead) and describe them."""
         context = TaskContext.get()
         task = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
-        store = open_store(self._path)
-        if self._dynamic_buckets:
+        store = open_store(self.path)
+        if self.dynamic_buckets:
             tables: list[pa.Table] = []
             self._feed(iterator, tables.append)
             return ShoalCommitMessage((), task, attempt, _to_ipc(tables))
-        if self._primary_key:
+        if self.primary_key:
             keyed = KeyValueWriter(store, store.merge_settings)
             self._feed(iterator, keyed.write)
-            first = self._first_sequence
+            first = self.first_sequence
             messages = keyed.prepare_commit(dict.fromkeys(keyed.buckets, first))
         else:
             writer = AppendWriter(store)
@@ -195,65 +198,130 @@ class ShoalWriter(DataSourceArrowWriter):
         for batch in batches:
             if not batch.num_rows:
                 continue
-            pending.append(batch.rename_columns(self._names))
+            pending.append(batch.rename_columns(list(self.names)))
             size += batch.nbytes
-            if size >= self._buffer_size:
+            if size >= self.buffer_size:
                 write(pa.Table.from_batches(pending))
                 pending, size = [], 0
         if pending:
             write(pa.Table.from_batches(pending))
 
-    # --- driver --------------------------------------------------------------------------------
-    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        """Publish every task's files in one snapshot. Nothing raises once it is published:
-        Spark would call abort() after a failed commit."""
-        store = open_store(self._path)
-        results = [m for m in messages if isinstance(m, ShoalCommitMessage)]
-        if self._dynamic_buckets:
-            self._commit_rows(store, results)
-            return
-        written = [m for r in results for m in r.messages]
-        scope = None
-        if self._overwrite:
-            scope = written_scope(store, written) if self._dynamic else WHOLE_TABLE
-        transaction = Transaction(store)
-        if self._primary_key:
-            snapshot = transaction.commit_sequenced(
-                _sequencer(store, results, scope), overwrite=scope
-            )
-        else:
-            snapshot = transaction.commit_written(written, overwrite=scope)
-        logger.info("committed snapshot %d of %s", snapshot.id, self._path)
-        buckets = {(m.partition, m.bucket) for m in written}
-        transaction.after_commit(buckets, compact=scope is None)
 
-    def _commit_rows(self, store: FileStore, results: list[ShoalCommitMessage]) -> None:
-        """A dynamic-bucket table's rows, in task order, as one write of the table."""
-        tables = [_from_ipc(r.rows) for r in sorted(results, key=lambda r: r.task) if r.rows]
-        data = pa.concat_tables(tables) if tables else store.arrow_schema.empty_table()
-        scope = None
-        if self._overwrite:
-            scope = WHOLE_TABLE
-            if self._dynamic and store.schema.partition_keys:
-                rows = conform(data, store.arrow_schema)
-                scope = frozenset(p for (p, _), _ in split_rows(store, rows)).__contains__
-        snapshot = Transaction(store).write(data, overwrite=scope)
-        logger.info("committed snapshot %d of %s", snapshot.id, self._path)
+def plan_task_write(options: SourceOptions, schema: StructType) -> tuple[FileStore, TaskWrite]:
+    """The table (with ``mergeSchema``'s columns added) and its write tasks, having
+    checked that shoal can write data of ``schema`` into it.
+
+    Raises:
+        UnsupportedFeatureError: the table uses a feature shoal does not write.
+        SchemaMismatchError: the data does not fit the table.
+    """
+    store = open_store(options.path)
+    if store.is_primary_key:
+        require_key_writable(store)
+    store.require_writable()
+    if options.merge_schema:
+        store = merge_schema(schema, store)
+    task = TaskWrite(
+        path=options.path,
+        names=tuple(conformed_names(schema, store)),
+        buffer_size=options.write_buffer_size,
+        primary_key=store.is_primary_key,
+        dynamic_buckets=store.is_primary_key and store.num_buckets < 1,
+        first_sequence=first_free_sequence(store) if store.is_primary_key else 0,
+    )
+    return store, task
+
+
+def commit_tasks(
+    transaction: Transaction,
+    messages: Sequence[WriterCommitMessage | None],
+    *,
+    overwrite: bool,
+    dynamic: bool = False,
+) -> Snapshot:
+    """Publish every task's files in one snapshot of ``transaction``'s table (replacing
+    the whole table with ``overwrite``, or with ``dynamic`` the partitions written),
+    then the compaction after the write and the table's maintenance. Nothing raises
+    once the snapshot is published: Spark would call abort() after a failed commit."""
+    store = transaction.store
+    results = [m for m in messages if isinstance(m, ShoalCommitMessage)]
+    if store.is_primary_key and store.num_buckets < 1:
+        return _commit_rows(transaction, results, overwrite=overwrite, dynamic=dynamic)
+    written = [m for r in results for m in r.messages]
+    scope = None
+    if overwrite:
+        scope = written_scope(store, written) if dynamic else WHOLE_TABLE
+    if store.is_primary_key:
+        snapshot = transaction.commit_sequenced(_sequencer(store, results, scope), overwrite=scope)
+    else:
+        snapshot = transaction.commit_written(written, overwrite=scope)
+    logger.info("committed snapshot %d of %s", snapshot.id, store.uri)
+    buckets = {(m.partition, m.bucket) for m in written}
+    transaction.after_commit(buckets, compact=scope is None)
+    return snapshot
+
+
+def _commit_rows(
+    transaction: Transaction,
+    results: list[ShoalCommitMessage],
+    *,
+    overwrite: bool,
+    dynamic: bool,
+) -> Snapshot:
+    """A dynamic-bucket table's rows, in task order, as one write of the table."""
+    store = transaction.store
+    tables = [_from_ipc(r.rows) for r in sorted(results, key=lambda r: r.task) if r.rows]
+    data = pa.concat_tables(tables) if tables else store.arrow_schema.empty_table()
+    scope = None
+    if overwrite:
+        scope = WHOLE_TABLE
+        if dynamic and store.schema.partition_keys:
+            rows = conform(data, store.arrow_schema)
+            scope = frozenset(p for (p, _), _ in split_rows(store, rows)).__contains__
+    snapshot = transaction.write(data, overwrite=scope)
+    logger.info("committed snapshot %d of %s", snapshot.id, store.uri)
+    return snapshot
+
+
+def written_files(messages: Sequence[WriterCommitMessage | None]) -> int:
+    """How many data files the tasks that finished wrote."""
+    return sum(
+        len(c.new_files) for m in messages if isinstance(m, ShoalCommitMessage) for c in m.messages
+    )
+
+
+class ShoalWriter(DataSourceArrowWriter):
+    """Appends to, upserts into or overwrites one table, in one snapshot per Spark write."""
+
+    def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
+        if options.commit_user is not None:
+            raise InvalidOptionError(
+                COMMIT_USER,
+                options.commit_user,
+                "names the commit user of a streaming write (writeStream); a batch write "
+                "commits as a new user of its own",
+            )
+        store, self._task = plan_task_write(options, schema)
+        self._path = options.path
+        self._overwrite = overwrite
+        self._dynamic = overwrite and overwrite_mode(store, options) == "dynamic"
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> ShoalCommitMessage:
+        return self._task.write(iterator)
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        """Publish every task's files in one snapshot."""
+        transaction = Transaction(open_store(self._path))
+        commit_tasks(transaction, messages, overwrite=self._overwrite, dynamic=self._dynamic)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Deletes nothing: the files of the failed write are referenced by no snapshot,
         and orphan cleanup removes them once they are older than its age guard."""
-        files = sum(
-            len(c.new_files)
-            for m in messages
-            if isinstance(m, ShoalCommitMessage)
-            for c in m.messages
-        )
         logger.warning(
             "write to %s aborted; %d data files of finished tasks (and any of failed tasks) "
             "stay until orphan cleanup removes them",
             self._path,
-            files,
+            written_files(messages),
         )
 
 

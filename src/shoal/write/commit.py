@@ -51,6 +51,9 @@ from shoal.write.files import CommitMessage
 logger = logging.getLogger(__name__)
 
 INDEX_MANIFEST_PREFIX = "index-manifest-"
+# Paimon's table option naming the prefix of its writers' commit users. It changes no
+# file but the snapshots' commitUser, which shoal's committers honour.
+COMMIT_USER_PREFIX = "commit.user-prefix"
 
 # An overwrite target: every partition, or the partitions a predicate accepts.
 OverwriteScope = Callable[[bytes], bool]
@@ -103,11 +106,46 @@ class _Attempt:
 
 
 class FileStoreCommit:
-    """Commits for one table; ``commit_user`` identifies the writer in snapshots."""
+    """Commits for one table; ``commit_user`` identifies the writer in snapshots, and
+    every snapshot this committer publishes carries ``commit_identifier``.
 
-    def __init__(self, store: FileStore, commit_user: str | None = None) -> None:
+    A batch writer's identifier is Paimon's ``BATCH_COMMIT_IDENTIFIER``. A streaming
+    writer commits each of its batches with a committer of its own (stable) user and
+    the batch's identifier, so :meth:`last_committed_identifier` tells after a restart
+    which batches were committed already. The commit user defaults to a random UUID,
+    after the table's ``commit.user-prefix`` and ``_`` when it has one (as Paimon
+    makes it).
+    """
+
+    def __init__(
+        self,
+        store: FileStore,
+        commit_user: str | None = None,
+        commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+    ) -> None:
         self.store = store
-        self.commit_user = commit_user or str(uuid.uuid4())
+        self.commit_user = commit_user or new_commit_user(store.schema.options)
+        self.commit_identifier = commit_identifier
+
+    def last_committed_identifier(self) -> int | None:
+        """The commit identifier of the newest snapshot this commit user published, or
+        None when no snapshot kept is one of its: Paimon's ``filterCommitted``, which
+        scans back from the latest snapshot. A user's snapshots that expired are not
+        seen, so a streaming writer's last snapshot must outlive its restart."""
+        snapshots = self.store.snapshots
+        latest = snapshots.latest_id()
+        if latest is None:
+            return None
+        for snapshot_id in range(latest, (snapshots.earliest_id() or 1) - 1, -1):
+            snapshot = snapshots.find(snapshot_id)
+            if snapshot is None:
+                earliest = snapshots.earliest_id()
+                if earliest is None or snapshot_id < earliest:
+                    break  # expired while scanning: every older one is gone too
+                continue  # rolled back while scanning
+            if snapshot.commit_user == self.commit_user:
+                return snapshot.commit_identifier
+        return None
 
     def commit(self, request: CommitRequest) -> Snapshot | None:
         """Publish one snapshot holding the request's messages; None when there was
@@ -382,7 +420,7 @@ class FileStoreCommit:
             base_manifest_list=base_name,
             delta_manifest_list=delta_name,
             commit_user=self.commit_user,
-            commit_identifier=BATCH_COMMIT_IDENTIFIER,
+            commit_identifier=self.commit_identifier,
             base_manifest_list_size=base_size,
             delta_manifest_list_size=delta_size,
             changelog_manifest_list=changelog_name,
@@ -391,6 +429,13 @@ class FileStoreCommit:
             index_manifest=index_manifest,
         )
         return _Attempt(snapshot, written)
+
+
+def new_commit_user(table_options: Mapping[str, str]) -> str:
+    """A new commit user: a random UUID, after ``commit.user-prefix`` and ``_`` when the
+    table sets it (Paimon's ``CoreOptions.createCommitUser``)."""
+    prefix = table_options.get(COMMIT_USER_PREFIX)
+    return f"{prefix}_{uuid.uuid4()}" if prefix is not None else str(uuid.uuid4())
 
 
 def compaction_since(store: FileStore, base: int, latest: Snapshot | None) -> int | None:
