@@ -33,6 +33,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from shoal.errors import InvalidOptionError, SchemaMismatchError
 from shoal.read.incremental import ROW_KIND
+from shoal.spark.catalog_tables import refuse_catalog_create
 from shoal.spark.read import ShoalReader, table_columns
 from shoal.spark.source_options import COLUMNS, SourceOptions, open_store
 from shoal.spark.stream_read import ShoalStreamReader
@@ -65,7 +66,10 @@ class ShoalDataSource(DataSource):
 
     def schema(self) -> StructType:
         """The table's columns (at the time-travel point, if one is given), or those of
-        the ``columns`` option, all nullable."""
+        the ``columns`` option, all nullable. Refuses ``CREATE TABLE ... USING shoal``
+        (``catalog_tables``) unless the format is bound to a table."""
+        if not self.bound_options:
+            refuse_catalog_create(self.options)
         options = self._options()
         store = open_store(options.path)
         schema = store.schema

@@ -156,7 +156,11 @@ class SourceOptions:
                 PATH,
                 path,
                 "the shoal data source needs the table's path: .load(path), "
-                ".option('path', ...), or OPTIONS (path '...') / WITH ('path' = '...') in SQL",
+                ".option('path', ...), or in SQL WITH ('path' = '...') or a temporary view's "
+                "OPTIONS (path '...'). Spark's session catalog hands the source none of the "
+                "options of a table made by CREATE TABLE ... USING shoal, saveAsTable or "
+                "CREATE TABLE ... AS SELECT: shoal.spark.register_table(spark, name, path) "
+                "makes a catalog table that knows its path",
             )
         path, audit_log = _system_table(path)
         snapshot_ids = _one_of_names(raw, SNAPSHOT_ID, VERSION_AS_OF, int)
