@@ -16,7 +16,7 @@ from shoal.format.index_manifest import decode_index_manifest
 from shoal.format.snapshot import Snapshot
 
 # Directories whose files cleanup never removes, and the hint files.
-_METADATA_DIRS = ("schema", "tag", "snapshot", "changelog")
+_METADATA_DIRS = ("schema", "tag", "snapshot", "changelog", "consumer")
 
 
 def roots(table: shoal.Table) -> list[Snapshot]:
@@ -82,7 +82,7 @@ def changelog_files_of(store: FileStore, snapshot: Snapshot) -> set[str]:
 
 
 def stored(table: shoal.Table) -> set[str]:
-    """Every file under the table but the snapshot, schema and tag files and hints."""
+    """Every file under the table but the snapshot, schema, tag and consumer files and hints."""
     root = table.path
     out = set()
     for directory, _, files in os.walk(root):

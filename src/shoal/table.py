@@ -414,8 +414,9 @@ class Table:
 
     def reset_consumer(self, consumer_id: str, next_snapshot: int) -> None:
         """Create or move the consumer ``consumer_id`` to read ``next_snapshot`` next
-        (Paimon's ``reset_consumer``). A snapshot older than the earliest one is
-        refused (its rows are gone); a later one than the next to be committed too.
+        (Paimon's ``reset_consumer``). A snapshot older than the earliest one (or the
+        earliest long-lived changelog) is refused, its rows being gone; a later one
+        than the next to be committed too.
 
         Raises:
             InvalidArgumentError: an id that names no file of ``consumer/`` or a
@@ -423,8 +424,8 @@ class Table:
         """
         self._store.consumers.path(consumer_id)  # the id is checked before the snapshot
         snapshots = self._store.snapshots
-        earliest, latest = snapshots.earliest_id(), snapshots.latest_id()
-        low, high = earliest or 1, (latest or 0) + 1
+        earliest = self._store.changelogs.earliest_id() or snapshots.earliest_id()
+        low, high = earliest or 1, (snapshots.latest_id() or 0) + 1
         if not isinstance(next_snapshot, int) or not low <= next_snapshot <= high:
             raise InvalidArgumentError(
                 f"next_snapshot must be a snapshot id from the earliest ({low}) to the next "

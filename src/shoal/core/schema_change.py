@@ -526,6 +526,8 @@ def _validate(schema: TableSchema, changed_options: set[str]) -> None:
                 feature=feature.key,
             )
     O.validate(options)
+    if O.CONSUMER_MODE.key in changed_options:
+        features.require_consumer_mode(options)
     check_definition(schema.field_names, schema.partition_keys, schema.primary_keys, options)
     _check_column_options(schema, options)
     merge_engine.check_new_field_options(schema, options, changed_options)
