@@ -827,6 +827,22 @@ def expire_snapshots(
     return Op(request, int)
 
 
+def reset_consumer(identifier: str, consumer_id: str, next_snapshot: int) -> Op[None]:
+    """Create or move a consumer (ConsumerManager.resetConsumer)."""
+    request = {
+        "op": "reset_consumer",
+        "table": identifier,
+        "consumer_id": consumer_id,
+        "next_snapshot": next_snapshot,
+    }
+    return Op(request, _none)
+
+
+def consumers(identifier: str) -> Op[dict[str, int]]:
+    """Every consumer's next snapshot, as Java reads them (ConsumerManager.consumers)."""
+    return Op({"op": "consumers", "table": identifier}, lambda d: {k: int(v) for k, v in d.items()})
+
+
 def _type_string(t: pa.DataType | str) -> str:
     return t if isinstance(t, str) else paimon_type(t)
 

@@ -161,6 +161,19 @@ public final class PaimonOracle {
                 return rollbackTo(op);
             case "expire_snapshots":
                 return expireSnapshots(op);
+            case "reset_consumer":
+                consumers(op)
+                        .resetConsumer(
+                                op.get("consumer_id").asText(),
+                                new org.apache.paimon.consumer.Consumer(
+                                        op.get("next_snapshot").asLong()));
+                return JSON.nullNode();
+            case "consumers":
+                {
+                    ObjectNode out = JSON.objectNode();
+                    consumers(op).consumers().forEach(out::put);
+                    return out;
+                }
             case "alter":
                 return alter(op);
             case "drop_table":
@@ -442,6 +455,11 @@ public final class PaimonOracle {
      * below the retain-min option lowers retain_min to it (as shoal's contract says Paimon's
      * procedure does). Returns the number of snapshots expired.
      */
+    private org.apache.paimon.consumer.ConsumerManager consumers(JsonNode op) throws Exception {
+        FileStoreTable table = (FileStoreTable) table(op);
+        return new org.apache.paimon.consumer.ConsumerManager(table.fileIO(), table.location());
+    }
+
     private JsonNode expireSnapshots(JsonNode op) throws Exception {
         FileStoreTable table = (FileStoreTable) table(op);
         org.apache.paimon.CoreOptions options = table.coreOptions();
