@@ -1,0 +1,142 @@
+"""The data source and the distributed jobs on a real standalone cluster (a master and
+two workers, each executor in a JVM of its own with its own Python workers), the
+tables on S3 that the executors reach only through ``spark.executorEnv.*``: every
+answer equals what shoal's Python API gives on a twin table in this process."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from shoal.table import Table
+from tests.cluster.cluster_cases import (
+    DAY1,
+    DAY2,
+    DAY3,
+    KEYED,
+    WRITES,
+    compact_answer,
+    event_rows,
+    history,
+    orphan_cutoff,
+    relative,
+    snapshot_ids,
+    sorted_rows,
+    strays,
+    table_rows,
+    twins,
+    write_both,
+)
+from tests.cluster.spark_processes import Runner, Standalone
+from tests.conftest import EVENTS_SCHEMA
+from tests.s3.s3_support import S3Env
+
+pytestmark = pytest.mark.cluster
+
+
+def test_both_workers_run_executors(cluster: Standalone, cluster_driver: Runner) -> None:
+    state = cluster.state()
+    assert state["aliveworkers"] == 2
+    (app,) = state["activeapps"]
+    assert app["name"] == "shoal-cluster-tests"
+    assert app["cores"] == 2  # one executor on each worker
+
+
+@pytest.mark.parametrize("kind", ["append", "primary-key"])
+def test_data_source_writes_and_reads(s3: S3Env, cluster_driver: Runner, kind: str) -> None:
+    keyed = kind == "primary-key"
+    options = {"primary_keys": ["dt", "id"], "options": KEYED} if keyed else {}
+    on_spark, local = twins(s3, kind.replace("-", "_"), partition_keys=["dt"], **options)
+    write_both((local,), WRITES)
+
+    got = cluster_driver.run("write_read", writes=WRITES, path=on_spark.path)
+
+    expected = table_rows(local)
+    assert got["all"] == expected == table_rows(on_spark)
+    assert got["count"] == len(expected) == (7 if keyed else 10)
+    assert got["filtered"] == [r for r in expected if r["id"] >= 3 and r["dt"] == DAY1]
+    assert len(snapshot_ids(on_spark)) == len(snapshot_ids(local)) == 2
+
+
+def test_overwrite(s3: S3Env, cluster_driver: Runner) -> None:
+    on_spark, local = twins(s3, "replaced", partition_keys=["dt"])
+    write_both((on_spark, local), WRITES[:1])
+    values = event_rows([20, 21], DAY3)
+    local.overwrite(pa.Table.from_pylist(values, schema=EVENTS_SCHEMA))
+
+    got = cluster_driver.run("overwrite", path=on_spark.path, values=values)
+
+    assert got == table_rows(local) == table_rows(on_spark) == sorted_rows(values)
+
+
+def test_compact(s3: S3Env, cluster_driver: Runner) -> None:
+    on_spark, local = history(s3, "compacted")
+
+    got = cluster_driver.run("compact", path=on_spark.path, strategy="full")
+
+    assert got == compact_answer(local)
+    assert got["kind"] == "COMPACT"
+    assert got["compacted_files"] > got["written_files"] > 0
+    assert table_rows(on_spark) == table_rows(local)
+
+
+def test_expire_snapshots(s3: S3Env, cluster_driver: Runner) -> None:
+    on_spark, local = history(s3, "expired")
+    for table in (on_spark, local):  # the files compaction replaced go with their snapshots
+        table.compact("full")
+
+    got = cluster_driver.run("expire_snapshots", path=on_spark.path, retain_max=1)
+
+    want = local.expire_snapshots(retain_min=1, retain_max=1)
+    assert got == _as_json(want)
+    assert got["expired_snapshots"] == 5
+    assert got["deleted_data_files"] > 0
+    assert snapshot_ids(on_spark) == snapshot_ids(local) == [6]
+    assert table_rows(on_spark) == table_rows(local)
+    assert _file_count(s3, on_spark) == _file_count(s3, local)
+
+
+def _as_json(value: Any) -> dict[str, Any]:
+    """A result dataclass as it comes back through JSON."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(value).items()}
+
+
+def _file_count(s3: S3Env, table: Table) -> int:
+    return len(s3.list_keys(table.path.split(f"s3://{s3.bucket}/", 1)[1] + "/"))
+
+
+def test_remove_orphan_files(s3: S3Env, cluster_driver: Runner) -> None:
+    on_spark, local = history(s3, "orphans")
+    names = strays(s3, (on_spark, local))
+    cutoff = orphan_cutoff()
+
+    got = cluster_driver.run(
+        "remove_orphan_files", path=on_spark.path, older_than=cutoff.isoformat()
+    )
+
+    want = local.remove_orphan_files(older_than=cutoff)
+    assert relative(on_spark, got["paths"]) == relative(local, want.paths) == names
+    assert (got["count"], got["bytes"]) == (want.deleted_count, want.deleted_bytes) == (2, 20)
+    assert table_rows(on_spark) == table_rows(local)
+    assert _file_count(s3, on_spark) == _file_count(s3, local)
+
+
+def test_expire_partitions(s3: S3Env, cluster_driver: Runner) -> None:
+    options = {"partition.expiration-time": "3650 d", "partition.timestamp-formatter": "yyyy-MM-dd"}
+    on_spark, local = twins(s3, "aged", partition_keys=["dt"], options=options)
+    write_both(
+        (on_spark, local), [event_rows([1], DAY1) + event_rows([2], DAY2) + event_rows([3], DAY3)]
+    )
+    now = "2026-11-02T12:00:00"
+
+    got = cluster_driver.run("expire_partitions", path=on_spark.path, expiration="1 d", now=now)
+
+    want = local.expire_partitions("1 d", now=datetime.fromisoformat(now))
+    assert got == want == [{"dt": DAY1}]
+    assert (
+        table_rows(on_spark) == table_rows(local) == event_rows([2], DAY2) + event_rows([3], DAY3)
+    )
