@@ -126,6 +126,22 @@ def test_a_batch_commits_once(catalog: shoal.Catalog, kind: str) -> None:
     assert table.to_arrow().num_rows == rows
 
 
+def test_the_compaction_after_a_batch_carries_its_identifier(catalog: shoal.Catalog) -> None:
+    table = catalog.create_table(
+        "db.pk",
+        EVENTS_SCHEMA,
+        primary_keys=["id"],
+        options={"bucket": "1", "num-sorted-run.compaction-trigger": "2"},
+    )
+    for batch in range(3):
+        message = writer(table).write(iter(events(range(batch, batch + 2)).to_batches()))
+        writer(table).commit([message], batch)
+    # the compaction after batch 1 is batch 1's too, so batch 2 is not taken as committed
+    assert identifiers(table)[:3] == [("APPEND", 0), ("APPEND", 1), ("COMPACT", 1)]
+    assert identifiers(table)[3] == ("APPEND", 2)
+    assert sorted(table.to_arrow()["id"].to_pylist()) == [0, 1, 2, 3]
+
+
 def test_an_empty_append_batch_commits_nothing(events_table: shoal.Table) -> None:
     empty = writer(events_table).write(iter([]))
     writer(events_table).commit([empty], 0)
