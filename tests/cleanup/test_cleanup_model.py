@@ -87,6 +87,7 @@ class CleanupModel(RuleBasedStateMachine):
         self.tag_rows: dict[str, tuple[int, list[Row]]] = {}
         self.unlifted: set[int] = set()
         self.counter = 0
+        self.consumers: dict[str, int] = {}  # each consumer's next snapshot
 
     def teardown(self) -> None:
         self._dir.cleanup()
@@ -118,6 +119,16 @@ class CleanupModel(RuleBasedStateMachine):
 
     def _reopen(self) -> None:
         self.table = shoal.open_table(self.table.path)
+
+    def _expire_end(self, keep: int) -> int:
+        """The oldest snapshot expiration keeps: ``keep`` newest, none a consumer has
+        still to read."""
+        latest = max(self.snapshots)
+        return min([latest - keep + 1, *self.consumers.values()])
+
+    def _positions(self) -> list[int]:
+        """Where a consumer may be put: a snapshot there is, or the next one."""
+        return [*sorted(self.snapshots), max(self.snapshots, default=0) + 1]
 
     # --- writes --------------------------------------------------------------------------
     @rule(day=st.sampled_from(DAYS), ids=st.lists(st.integers(0, 5), min_size=1, max_size=4))
@@ -203,13 +214,26 @@ class CleanupModel(RuleBasedStateMachine):
         assert stored(self.table) - reachable(self.table) <= junk
 
     # --- cleanup -------------------------------------------------------------------------
+    @rule(name=st.sampled_from(["a", "b"]), pick=st.integers(0, 100))
+    def reset_consumer(self, name: str, pick: int) -> None:
+        positions = self._positions()
+        self.consumers[name] = positions[pick % len(positions)]
+        self.table.reset_consumer(name, self.consumers[name])
+
+    @precondition(lambda self: self.consumers)
+    @rule(pick=st.integers(0, 100))
+    def delete_consumer(self, pick: int) -> None:
+        name = sorted(self.consumers)[pick % len(self.consumers)]
+        self.table.delete_consumer(name)
+        del self.consumers[name]
+
     @precondition(lambda self: self.snapshots)
     @rule(keep=st.integers(1, 4))
     def expire(self, keep: int) -> None:
         junk = stored(self.table) - reachable(self.table)
         self.table.expire_snapshots(retain_max=keep, older_than=datetime.now() + LATER)
-        latest = max(self.snapshots)
-        self.snapshots = {i: r for i, r in self.snapshots.items() if i > latest - keep}
+        end = self._expire_end(keep)
+        self.snapshots = {i: r for i, r in self.snapshots.items() if i >= end}
         self._reopen()
         # Expiration leaves behind nothing it made unreachable.
         assert stored(self.table) - reachable(self.table) <= junk
@@ -250,6 +274,19 @@ class CleanupModel(RuleBasedStateMachine):
         for name, (_, rows) in self.tag_rows.items():
             assert _rows_of(table.to_arrow(tag=name)) == rows, name
         assert _rows_of(table.to_arrow()) == self.current
+
+    @invariant()
+    def no_snapshot_a_consumer_has_to_read_is_gone(self) -> None:
+        assert self.table.consumers() == dict(sorted(self.consumers.items()))
+        floor = min(self.consumers.values(), default=None)
+        if floor is not None:
+            ids = {s.id for s in self.table.snapshots()}
+            assert {i for i in self.snapshots if i >= floor} <= ids
+            for snapshot_id in (i for i in self.snapshots if i >= floor):
+                assert (
+                    _rows_of(self.table.to_arrow(snapshot_id=snapshot_id))
+                    == (self.snapshots[snapshot_id])
+                )
 
     @invariant()
     def nothing_reachable_is_missing(self) -> None:
@@ -306,13 +343,21 @@ class ChangelogRetentionCleanupModel(ChangelogCleanupModel):
     @rule(keep=st.integers(1, 4))
     def expire(self, keep: int) -> None:
         latest = max(self.snapshots)
-        self.kept += [i for i in sorted(self.snapshots) if i <= latest - keep]
+        self.kept += [i for i in sorted(self.snapshots) if i < self._expire_end(keep)]
         super().expire(keep)
         if self.kept:
             # Every changelog is younger than its retention: those beyond the newest
-            # CHANGELOG_MAX ids go, but never the newest long-lived one.
-            end = min(max(latest - CHANGELOG_MAX + 1, self.kept[0]), self.kept[-1])
+            # CHANGELOG_MAX ids go, but never the newest long-lived one, nor one a
+            # consumer has still to read.
+            end = min(
+                max(latest - CHANGELOG_MAX + 1, self.kept[0]),
+                self.kept[-1],
+                *self.consumers.values(),
+            )
             self.kept = [i for i in self.kept if i >= end]
+
+    def _positions(self) -> list[int]:
+        return [*self.kept, *super()._positions()]
 
     @precondition(lambda self: self._settled())
     @rule(pick=st.integers(0, 100), to_tag=st.booleans())
