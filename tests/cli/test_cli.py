@@ -394,11 +394,18 @@ def test_expire_snapshots(orders: shoal.Table) -> None:
         "deleted_index_files": 0,
         "kept_changelogs": 0,
         "expired_changelogs": 0,
+        "held_by_consumers": [],
+        "expired_consumers": [],
     }
     assert [s.id for s in orders.snapshots()] == [5, 6]
     again = run("expire-snapshots", orders.path, "--retain-max", "2", "--older-than", "1 h")
     assert again.exit_code == 0
     assert "expired 0 snapshots" in again.stdout
+    orders.reset_consumer("reader", 5)
+    orders.upsert(rows([9]))
+    held = run("expire-snapshots", orders.path, "--retain-max", "1", "--older-than", "now")
+    assert "snapshots kept for consumers reader" in held.stdout
+    assert [s.id for s in orders.snapshots()][0] == 5
     assert run("expire-snapshots", orders.path, "--retain-max", "0").exit_code == 2
     assert run("expire-snapshots", orders.path, "--older-than", "someday").exit_code == 2
 

@@ -221,8 +221,19 @@ def expire_snapshots(
         doc,
         lambda: out.print(
             f"expired {result.expired_snapshots} snapshots, deleted {_deleted_files(result)}"
+            + _consumers_note(result)
         ),
     )
+
+
+def _consumers_note(result: ExpireResult) -> str:
+    """Why fewer snapshots went than the retention allows, and the consumers deleted."""
+    note = ""
+    if result.expired_consumers:
+        note += f"; expired consumers {', '.join(result.expired_consumers)}"
+    if result.held_by_consumers:
+        note += f"; snapshots kept for consumers {', '.join(result.held_by_consumers)}"
+    return note
 
 
 def _deleted_files(result: ExpireResult) -> str:
