@@ -46,8 +46,11 @@ batch reads (each snapshot whole, at least one snapshot that adds files per batc
 
 A snapshot that expires before the query reads it fails the query with
 SnapshotNotFoundError naming it and ``consumer-id``: a query with a consumer id records
-its next snapshot when it starts and after every batch, and expiration keeps every
-snapshot at or after it.
+its next snapshot when it starts and as Spark commits each batch's offsets, and
+expiration keeps every snapshot at or after it. Spark commits a batch's source offsets
+when the next batch starts, so the consumer of a stopped query may still name the
+first snapshot of its last batch: a new query under the id reads that batch again; a
+query restarted from its checkpoint starts where the checkpoint says.
 """
 
 from __future__ import annotations
