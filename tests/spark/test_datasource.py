@@ -342,8 +342,13 @@ def test_sql_views_tables_and_inserts(spark: SparkSession, catalog: shoal.Catalo
     spark.sql("INSERT INTO shoal_v VALUES ('2026-11-02', 3, 'n3', 1.5)")
     assert sorted(table.to_arrow()["id"].to_pylist()) == [1, 2, 3]
 
-    # Spark's catalog keeps a table's OPTIONS from a Python source: WITH gives them back
-    spark.sql(f"CREATE TABLE shoal_ct USING shoal OPTIONS (path '{table.path}')")
+    # Spark's catalog hands a Python source none of a table's OPTIONS: the form of
+    # CREATE TABLE that calls the source is refused (catalog_tables); one with a column
+    # list calls no shoal code, and WITH gives the options back per query
+    with pytest.raises(Exception, match="register_table"):
+        spark.sql(f"CREATE TABLE shoal_ct USING shoal OPTIONS (path '{table.path}')")
+    columns = "(dt string, id bigint, name string, value double)"
+    spark.sql(f"CREATE TABLE shoal_ct {columns} USING shoal OPTIONS (path '{table.path}')")
     with_path = f"WITH ('path' = '{table.path}')"
     spark.sql(f"INSERT INTO shoal_ct {with_path} VALUES ('2026-11-02', 4, 'n4', 2.0)")
     travel = f"WITH ('path' = '{table.path}', 'scan.snapshot-id' = '2')"

@@ -45,6 +45,8 @@ FILTER_PUSHDOWN = "filter-pushdown"
 FILTER = "filter"
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 WRITE_BUFFER_SIZE = "write-buffer-size"
+# Spark's microsecond timestamps into coarser columns, floored (spark/timestamp_precision)
+TIMESTAMP_PRECISION_TRUNCATE = "timestamp-precision-truncate"
 COMMIT_USER = "commit-user"  # a streaming write's commit user (shoal's own option)
 # Spark's own names (lower-cased, as Spark hands them over).
 VERSION_AS_OF = "versionasof"
@@ -83,6 +85,7 @@ KNOWN_KEYS = frozenset(
         FILTER_PUSHDOWN,
         DYNAMIC_PARTITION_OVERWRITE,
         WRITE_BUFFER_SIZE,
+        TIMESTAMP_PRECISION_TRUNCATE,
         VERSION_AS_OF,
         TIMESTAMP_AS_OF,
         PARTITION_OVERWRITE_MODE,
@@ -138,6 +141,7 @@ class SourceOptions:
     overwrite_mode: OverwriteMode | None = None
     write_buffer_size: int = DEFAULT_WRITE_BUFFER
     merge_schema: bool = False
+    truncate_timestamps: bool = False  # timestamp-precision-truncate
     commit_user: str | None = None
     checkpoint_location: str | None = None
     # The Structured Streaming read options as given (spark/stream_read parses them).
@@ -182,6 +186,7 @@ class SourceOptions:
             write_buffer_size=_get(raw, WRITE_BUFFER_SIZE, O.parse_memory_size)
             or DEFAULT_WRITE_BUFFER,
             merge_schema=_get(raw, MERGE_SCHEMA, _bool, "mergeSchema") or False,
+            truncate_timestamps=_get(raw, TIMESTAMP_PRECISION_TRUNCATE, _bool) or False,
             commit_user=(raw.get(COMMIT_USER) or "").strip() or None,
             checkpoint_location=(raw.get(CHECKPOINT_LOCATION) or "").strip() or None,
             stream=tuple((k, raw[k]) for k in sorted(STREAM_KEYS) if k in raw),

@@ -59,6 +59,7 @@ from shoal.spark.source_options import (
     normalize_path,
     open_store,
 )
+from shoal.spark.timestamp_precision import fit_timestamps
 from shoal.transaction import (
     Sequenced,
     Sequencer,
@@ -163,6 +164,7 @@ class TaskWrite:
     primary_key: bool
     dynamic_buckets: bool
     first_sequence: int
+    truncate_timestamps: bool = False  # floor microseconds into coarser columns
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> ShoalCommitMessage:
         """Write the task's rows into data files (a dynamic-bucket table's rows go to the
@@ -173,32 +175,39 @@ class TaskWrite:
         store = open_store(self.path)
         if self.dynamic_buckets:
             tables: list[pa.Table] = []
-            self._feed(iterator, tables.append)
+            self._feed(iterator, tables.append, store.arrow_schema)
             return ShoalCommitMessage((), task, attempt, _to_ipc(tables))
         if self.primary_key:
             keyed = KeyValueWriter(store, store.merge_settings)
-            self._feed(iterator, keyed.write)
+            self._feed(iterator, keyed.write, store.arrow_schema)
             first = self.first_sequence
             messages = keyed.prepare_commit(dict.fromkeys(keyed.buckets, first))
         else:
             writer = AppendWriter(store)
             try:
-                self._feed(iterator, writer.write)
+                self._feed(iterator, writer.write, store.arrow_schema)
             except BaseException:
                 writer.abort()  # close the open files undescribed: no snapshot names them
                 raise
             messages = writer.prepare_commit()
         return ShoalCommitMessage(tuple(messages), task, attempt)
 
-    def _feed(self, batches: Iterator[pa.RecordBatch], write: Callable[[pa.Table], None]) -> None:
+    def _feed(
+        self,
+        batches: Iterator[pa.RecordBatch],
+        write: Callable[[pa.Table], None],
+        table: pa.Schema,
+    ) -> None:
         """Spark's batches, gathered into tables of about the buffer size (one row group
-        per 10,000 rows would make files slow to read)."""
+        per 10,000 rows would make files slow to read); microsecond timestamps into
+        coarser columns of ``table`` floored or refused (``timestamp_precision``)."""
         pending: list[pa.RecordBatch] = []
         size = 0
         for batch in batches:
             if not batch.num_rows:
                 continue
-            pending.append(batch.rename_columns(list(self.names)))
+            named = batch.rename_columns(list(self.names))
+            pending.append(fit_timestamps(named, table, truncate=self.truncate_timestamps))
             size += batch.nbytes
             if size >= self.buffer_size:
                 write(pa.Table.from_batches(pending))
@@ -228,6 +237,7 @@ def plan_task_write(options: SourceOptions, schema: StructType) -> tuple[FileSto
         primary_key=store.is_primary_key,
         dynamic_buckets=store.is_primary_key and store.num_buckets < 1,
         first_sequence=first_free_sequence(store) if store.is_primary_key else 0,
+        truncate_timestamps=options.truncate_timestamps,
     )
     return store, task
 
