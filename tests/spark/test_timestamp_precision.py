@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 import shoal
 from shoal.errors import SchemaMismatchError
 from shoal.spark.source_options import SourceOptions
+from shoal.spark.table_write import write_table
 from shoal.spark.timestamp_precision import TRUNCATE_OPTION, fit_timestamps, floor_divide
 from shoal.spark.write import plan_task_write
 
@@ -83,6 +84,11 @@ def test_batch_write(spark: SparkSession, catalog: shoal.Catalog) -> None:
     assert rows.column("ltz").to_pylist() == [e.replace(tzinfo=UTC) for e in expected]
     with pytest.raises(Exception, match=TRUNCATE_OPTION):
         df.write.format("shoal").mode("append").option(TRUNCATE_OPTION, "yes").save(table.path)
+    with pytest.raises(Exception, match=TRUNCATE_OPTION):
+        write_table(df, table.path, "overwrite")
+    assert write_table(df, table.path, "overwrite", timestamp_precision_truncate=True) is None
+    assert table.to_arrow().sort_by("id").column("ntz").to_pylist() == expected
+    assert [s.commit_kind for s in table.snapshots()] == ["APPEND", "OVERWRITE"]
 
 
 def test_streaming_write(spark: SparkSession, catalog: shoal.Catalog, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from shoal.errors import InvalidArgumentError
 from shoal.format.snapshot import Snapshot
 from shoal.spark.parquet_write import why_not_parquet, write_parquet_into
 from shoal.spark.source_options import normalize_path, open_store
+from shoal.spark.timestamp_precision import TRUNCATE_OPTION
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -24,6 +25,7 @@ def write_table(
     mode: Mode = "append",
     *,
     dynamic_partition_overwrite: bool = False,
+    timestamp_precision_truncate: bool = False,
 ) -> Snapshot | None:
     """Write ``df`` into the table at ``table_path`` in one commit.
 
@@ -32,8 +34,11 @@ def write_table(
     any other table through the ``shoal`` data source (on a primary-key table an
     append is an upsert), which reports no snapshot (None). ``overwrite`` replaces the
     whole table, or with ``dynamic_partition_overwrite`` the partitions ``df`` has
-    rows for. The rows are written as ``df`` is partitioned:
-    :func:`shoal.spark.prepare_for_write` shuffles them to one task per bucket first.
+    rows for. ``timestamp_precision_truncate`` floors microsecond timestamps into
+    coarser columns (the source's ``timestamp-precision-truncate``; tables with such
+    columns always go through the data source). The rows are written as ``df`` is
+    partitioned: :func:`shoal.spark.prepare_for_write` shuffles them to one task per
+    bucket first.
 
     Raises:
         SchemaMismatchError: ``df`` does not fit the table; nothing is written.
@@ -53,6 +58,8 @@ def write_table(
         )
     logger.info("writing %s through the shoal data source: %s", path, reason)
     writer = df.write.format("shoal").mode(mode)
+    if timestamp_precision_truncate:
+        writer = writer.option(TRUNCATE_OPTION, "true")
     if mode == "overwrite":
         scope = "dynamic" if dynamic_partition_overwrite else "static"
         writer = writer.option("partitionOverwriteMode", scope)
