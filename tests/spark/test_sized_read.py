@@ -117,3 +117,10 @@ def test_spark_byte_sizes() -> None:
     for bad in ("ten", "1.5m", "10 parsecs"):
         with pytest.raises(InvalidOptionError, match=THRESHOLD_CONF):
             broadcast_threshold(bad)
+
+
+def test_a_temporary_view_keeps_the_hint_for_sql(spark: SparkSession, small: shoal.Table) -> None:
+    read_table(spark, small.path).createOrReplaceTempView("small_regions")
+    spark.range(2_000_000).createOrReplaceTempView("many_ids")
+    joined = spark.sql("SELECT * FROM many_ids JOIN small_regions USING (id)")
+    assert "BroadcastHashJoin" in physical_plan(joined)
