@@ -198,12 +198,14 @@ def start_connect_server(
     conf = root / "conf"
     conf.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    env = clean_environment(conf, {"PYSPARK_PYTHON": sys.executable, **aws})
+    # spark-submit sizes the Connect server's heap as a daemon's (SPARK_DAEMON_MEMORY).
+    env = clean_environment(
+        conf, {"PYSPARK_PYTHON": sys.executable, "SPARK_DAEMON_MEMORY": "768m", **aws}
+    )
     settings = {
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
         "spark.pyspark.python": sys.executable,
-        "spark.driver.memory": "768m",
         "spark.driver.extraJavaOptions": JVM_OPTIONS,
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "2",

@@ -137,16 +137,28 @@ def table_functions(spark: SparkSession, *, path: str, name: str) -> Any:
     SQL, and the table functions of ``register_functions``."""
     shoal.spark.register_functions(spark)
     shoal.spark.register_table(spark, name, path)
-    spark.sql(f"INSERT INTO {name} VALUES ('2026-11-02', 100, 'sql', 1.5)").collect()
+    spark.sql(f"INSERT INTO {name} VALUES ('2026-11-02', 100, 'n100-sql', 50.0)").collect()
     selected = rows(spark.sql(f"SELECT * FROM {name} WHERE id >= 5"))
-    snapshots = spark.sql(f"SELECT snapshot_id, commit_kind FROM shoal_snapshots('{path}')")
-    expired = spark.sql(f"SELECT * FROM shoal_expire_snapshots('{path}', 2, 1)").collect()
-    after = spark.sql(f"SELECT snapshot_id FROM shoal_snapshots('{path}')")
+    snapshots = rows(spark.sql(f"SELECT snapshot_id, commit_kind FROM shoal_snapshots('{path}')"))
+    expired = spark.sql(f"SELECT * FROM shoal_expire_snapshots('{path}', 1, 1)").collect()
+    after = rows(spark.sql(f"SELECT snapshot_id FROM shoal_snapshots('{path}')"))
     return {
         "selected": selected,
-        "snapshots": rows(snapshots),
+        "snapshots": snapshots,
         "expired": [r.asDict() for r in expired],
-        "after": rows(after),
+        "after": after,
+    }
+
+
+def session_facts(spark: SparkSession) -> Any:
+    """What shoal sees of the session: its class, and the tasks a job uses."""
+    from shoal.spark.datasource import default_parallelism
+    from shoal.spark.jobs import max_tasks
+
+    return {
+        "session": f"{type(spark).__module__}.{type(spark).__name__}",
+        "default_parallelism": default_parallelism(spark),
+        "max_tasks": max_tasks(spark),
     }
 
 
@@ -227,6 +239,7 @@ SCENARIOS: dict[str, Callable[..., Any]] = {
         remove_orphan_files,
         expire_partitions,
         table_functions,
+        session_facts,
         write_with_lost_executor,
     )
 }

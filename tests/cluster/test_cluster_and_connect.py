@@ -1,7 +1,8 @@
-"""The data source and the distributed jobs on a real standalone cluster (a master and
-two workers, each executor in a JVM of its own with its own Python workers), the
-tables on S3 that the executors reach only through ``spark.executorEnv.*``: every
-answer equals what shoal's Python API gives on a twin table in this process."""
+"""The data source, the SQL table functions and the distributed jobs run twice: on a
+real standalone cluster (a master and two workers, each executor in a JVM of its own
+with its own Python workers, reaching S3 only through ``spark.executorEnv.*``), and
+from a Spark Connect client. The tables live on S3; every answer equals what shoal's
+Python API gives on a twin table in this process."""
 
 from __future__ import annotations
 
@@ -38,6 +39,14 @@ from tests.s3.s3_support import S3Env
 pytestmark = pytest.mark.cluster
 
 
+@pytest.fixture(params=["cluster", "connect"])
+def driver(request: pytest.FixtureRequest) -> Runner:
+    """The driver of a standalone cluster application, or a Spark Connect client."""
+    fixture = "cluster_driver" if request.param == "cluster" else "connect_client"
+    runner: Runner = request.getfixturevalue(fixture)
+    return runner
+
+
 def test_both_workers_run_executors(cluster: Standalone, cluster_driver: Runner) -> None:
     state = cluster.state()
     assert state["aliveworkers"] == 2
@@ -47,13 +56,13 @@ def test_both_workers_run_executors(cluster: Standalone, cluster_driver: Runner)
 
 
 @pytest.mark.parametrize("kind", ["append", "primary-key"])
-def test_data_source_writes_and_reads(s3: S3Env, cluster_driver: Runner, kind: str) -> None:
+def test_data_source_writes_and_reads(s3: S3Env, driver: Runner, kind: str) -> None:
     keyed = kind == "primary-key"
     options = {"primary_keys": ["dt", "id"], "options": KEYED} if keyed else {}
     on_spark, local = twins(s3, kind.replace("-", "_"), partition_keys=["dt"], **options)
     write_both((local,), WRITES)
 
-    got = cluster_driver.run("write_read", writes=WRITES, path=on_spark.path)
+    got = driver.run("write_read", writes=WRITES, path=on_spark.path)
 
     expected = table_rows(local)
     assert got["all"] == expected == table_rows(on_spark)
@@ -62,21 +71,21 @@ def test_data_source_writes_and_reads(s3: S3Env, cluster_driver: Runner, kind: s
     assert len(snapshot_ids(on_spark)) == len(snapshot_ids(local)) == 2
 
 
-def test_overwrite(s3: S3Env, cluster_driver: Runner) -> None:
+def test_overwrite(s3: S3Env, driver: Runner) -> None:
     on_spark, local = twins(s3, "replaced", partition_keys=["dt"])
     write_both((on_spark, local), WRITES[:1])
     values = event_rows([20, 21], DAY3)
     local.overwrite(pa.Table.from_pylist(values, schema=EVENTS_SCHEMA))
 
-    got = cluster_driver.run("overwrite", path=on_spark.path, values=values)
+    got = driver.run("overwrite", path=on_spark.path, values=values)
 
     assert got == table_rows(local) == table_rows(on_spark) == sorted_rows(values)
 
 
-def test_compact(s3: S3Env, cluster_driver: Runner) -> None:
+def test_compact(s3: S3Env, driver: Runner) -> None:
     on_spark, local = history(s3, "compacted")
 
-    got = cluster_driver.run("compact", path=on_spark.path, strategy="full")
+    got = driver.run("compact", path=on_spark.path, strategy="full")
 
     assert got == compact_answer(local)
     assert got["kind"] == "COMPACT"
@@ -84,12 +93,12 @@ def test_compact(s3: S3Env, cluster_driver: Runner) -> None:
     assert table_rows(on_spark) == table_rows(local)
 
 
-def test_expire_snapshots(s3: S3Env, cluster_driver: Runner) -> None:
+def test_expire_snapshots(s3: S3Env, driver: Runner) -> None:
     on_spark, local = history(s3, "expired")
     for table in (on_spark, local):  # the files compaction replaced go with their snapshots
         table.compact("full")
 
-    got = cluster_driver.run("expire_snapshots", path=on_spark.path, retain_max=1)
+    got = driver.run("expire_snapshots", path=on_spark.path, retain_max=1)
 
     want = local.expire_snapshots(retain_min=1, retain_max=1)
     assert got == _as_json(want)
@@ -109,14 +118,12 @@ def _file_count(s3: S3Env, table: Table) -> int:
     return len(s3.list_keys(table.path.split(f"s3://{s3.bucket}/", 1)[1] + "/"))
 
 
-def test_remove_orphan_files(s3: S3Env, cluster_driver: Runner) -> None:
+def test_remove_orphan_files(s3: S3Env, driver: Runner) -> None:
     on_spark, local = history(s3, "orphans")
     names = strays(s3, (on_spark, local))
     cutoff = orphan_cutoff()
 
-    got = cluster_driver.run(
-        "remove_orphan_files", path=on_spark.path, older_than=cutoff.isoformat()
-    )
+    got = driver.run("remove_orphan_files", path=on_spark.path, older_than=cutoff.isoformat())
 
     want = local.remove_orphan_files(older_than=cutoff)
     assert relative(on_spark, got["paths"]) == relative(local, want.paths) == names
@@ -125,7 +132,7 @@ def test_remove_orphan_files(s3: S3Env, cluster_driver: Runner) -> None:
     assert _file_count(s3, on_spark) == _file_count(s3, local)
 
 
-def test_expire_partitions(s3: S3Env, cluster_driver: Runner) -> None:
+def test_expire_partitions(s3: S3Env, driver: Runner) -> None:
     options = {"partition.expiration-time": "3650 d", "partition.timestamp-formatter": "yyyy-MM-dd"}
     on_spark, local = twins(s3, "aged", partition_keys=["dt"], options=options)
     write_both(
@@ -133,10 +140,34 @@ def test_expire_partitions(s3: S3Env, cluster_driver: Runner) -> None:
     )
     now = "2026-11-02T12:00:00"
 
-    got = cluster_driver.run("expire_partitions", path=on_spark.path, expiration="1 d", now=now)
+    got = driver.run("expire_partitions", path=on_spark.path, expiration="1 d", now=now)
 
     want = local.expire_partitions("1 d", now=datetime.fromisoformat(now))
     assert got == want == [{"dt": DAY1}]
     assert (
         table_rows(on_spark) == table_rows(local) == event_rows([2], DAY2) + event_rows([3], DAY3)
     )
+
+
+def test_table_functions(s3: S3Env, driver: Runner) -> None:
+    on_spark, local = twins(s3, "functions")
+    write_both((on_spark, local), WRITES[:1])
+    local.append(pa.Table.from_pylist(event_rows([100], DAY2, "-sql"), schema=EVENTS_SCHEMA))
+    want = local.expire_snapshots(retain_min=1, retain_max=1)
+
+    got = driver.run("table_functions", path=on_spark.path, name="functions")
+
+    assert got["selected"] == [r for r in table_rows(local) if r["id"] >= 5]
+    assert got["snapshots"] == [
+        {"snapshot_id": 1, "commit_kind": "APPEND"},
+        {"snapshot_id": 2, "commit_kind": "APPEND"},
+    ]
+    assert got["expired"] == [
+        {
+            "expired_snapshots": want.expired_snapshots,
+            "deleted_data_files": want.deleted_data_files,
+            "deleted_manifest_files": want.deleted_manifest_files,
+        }
+    ]
+    assert got["after"] == [{"snapshot_id": 2}]
+    assert table_rows(on_spark) == table_rows(local)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import fields
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -66,8 +66,9 @@ def register_functions(spark: SparkSession) -> None:
         ("shoal_remove_orphan_files", RemoveOrphanFilesFunction, ORPHANS_RESULT),
         ("shoal_compact", CompactFunction, COMPACT_RESULT),
     ):
-        function = udtf(handler, returnType=return_type)
-        assert isinstance(function, UserDefinedTableFunction)  # given a class, not a decorator
+        # Given a class, udtf() returns the function itself (Spark Connect's own class of
+        # it under a Connect session), not a decorator.
+        function = cast("UserDefinedTableFunction", udtf(handler, returnType=return_type))
         spark.udtf.register(name, function)
 
 
