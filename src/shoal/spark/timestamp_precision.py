@@ -7,8 +7,9 @@ naming the write option ``timestamp-precision-truncate``. With that option, each
 value is truncated to the column's unit toward negative infinity (floor), so a time
 before 1970 keeps its earlier millisecond (``1969-12-31 23:59:59.999999`` becomes
 ``23:59:59.999``, not ``1970-01-01 00:00:00``): the value Paimon's own Spark writer
-stores (``Timestamp.fromMicros`` floors, then the file keeps the milliseconds), and
-Spark's Parquet writer with ``outputTimestampType = TIMESTAMP_MILLIS``. Top-level
+stores in Parquet and Avro files (``Timestamp.fromMicros`` floors, then the file keeps
+the milliseconds; its ORC files keep the finer digits), and Spark's Parquet writer with
+``outputTimestampType = TIMESTAMP_MILLIS``. Top-level
 columns only: a coarser timestamp inside a struct, array or map is still refused.
 """
 
