@@ -176,6 +176,7 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
         "compaction moved freshness forward",
         "tag day-2026-11-01",
         "expire snapshots",
+        "downstream query",
         "would delete 1",
         "summary",
     ):
@@ -201,7 +202,10 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
     assert old
     assert all(tuple(r.values()) in optimized for r in old)
     assert [t.name for t in table.list_tags()] == ["day-2026-11-01"]
-    assert len(table.snapshots()) == 5
+    # The newest 5 snapshots stay, and those the downstream consumer has not confirmed.
+    snapshots = [s.id for s in table.snapshots()]
+    consumer = table.consumers()["demo-downstream"]
+    assert snapshots[0] == min(snapshots[-1] - 4, consumer)
     assert not list(warehouse.glob("demo.db/orders/*/bucket-0/data-6513270e*"))
 
 
@@ -225,15 +229,31 @@ def test_demo_json(tmp_path: Path) -> None:
     assert kinds.count("ingest") == 4
     assert kinds.count("compact") == 2
     assert kinds.count("tag") == 1
-    assert doc["expire"]["expired_snapshots"] == len(doc["snapshots_before_expire"]) - 2
+    # Expiration keeps the newest 2, and what the downstream consumer has not confirmed.
+    before = doc["snapshots_before_expire"]
+    kept_from = min(before[-1] - 1, doc["downstream_next_snapshot"])
+    assert doc["expire"]["expired_snapshots"] == len([s for s in before if s < kept_from])
     assert doc["orphans"]["default_run"]["deleted_count"] == 0
     assert doc["orphans"]["dry_run"]["deleted_count"] == 1
     assert doc["orphans"]["real_run"]["deleted_count"] == 1
     summary = doc["summary"]
-    assert len(summary["snapshots"]) == 2
+    assert summary["snapshots"][0] == kept_from
     assert sum(summary["status_counts"].values()) == summary["rows"]
     assert summary["read_optimized_rows"] <= summary["rows"]
     assert doc["config"]["seed"] == 3
+    # The downstream query read every row each ingest commit wrote, and timed them all.
+    ingests = [step for step in doc["timeline"] if step["kind"] == "ingest"]
+    downstream = doc["downstream"]
+    assert downstream["rows"] == sum(step["rows"] for step in ingests)
+    assert downstream["snapshots"] == len(ingests)
+    assert 0 <= downstream["median_seconds"] <= downstream["max_seconds"]
+    # One snapshot per micro-batch, its batch id the commit identifier.
+    table = shoal.open_table(doc["path"])
+    committed = [table.snapshot(s) for s in summary["snapshots"]]
+    identifiers = {s.id: s.commit_identifier for s in committed if s.commit_kind == "APPEND"}
+    by_step = {step["snapshot_id"]: i for i, step in enumerate(ingests)}
+    assert identifiers
+    assert all(identifiers[i] == by_step[i] for i in identifiers)
 
 
 def test_maintenance_as_spark_jobs(keyed: shoal.Table) -> None:

@@ -1,9 +1,11 @@
 """``shoal demo``: the whole pipeline on local Spark, narrated.
 
-An order stream with late-arriving events is ingested in micro-batches through Spark
-into a partitioned primary-key table; event-time compaction runs on a simulated clock
-and the read-optimized freshness is shown moving forward, and back when late data
-lands; then a tag, snapshot expiration, orphan cleanup and a summary.
+An order stream with late-arriving events is ingested in micro-batches by a Structured
+Streaming query into a partitioned primary-key table (:mod:`shoal.cli.demo_stream`);
+event-time compaction runs beside it on a simulated clock and the read-optimized
+freshness is shown moving forward, and back when late data lands; a second streaming
+query reads the table downstream; then a tag, snapshot expiration, orphan cleanup and
+a summary.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from shoal.cli.demo_run import (
     describe_config,
     status_counts,
 )
+from shoal.cli.demo_stream import DOWNSTREAM_CONSUMER, DOWNSTREAM_TRIGGER
 from shoal.cli.output import Output, format_bytes, format_millis, to_jsonable
 from shoal.cli.parsing import parse_duration_option
 from shoal.cli.sparkio import spark_session
@@ -62,7 +65,7 @@ from shoal.cli.sparkio import spark_session
     type=click.IntRange(1, 240),
     default=20,
     show_default=True,
-    help="Simulated minutes per micro-batch (one Spark write each).",
+    help="Simulated minutes per micro-batch (one streaming micro-batch each).",
 )
 @click.option(
     "--compact-minutes",
@@ -103,8 +106,9 @@ def demo(
     """Run the whole pipeline on local Spark, narrated.
 
     Generates orders whose events arrive in micro-batches (a few of them hours late),
-    ingests each batch through Spark into a table partitioned by day, with a primary
-    key, 4 buckets and no compaction on write; compacts by event time on a simulated
+    lands each as a JSON file that a Structured Streaming query upserts into a table
+    partitioned by day, with a primary key, 4 buckets and no compaction on write, while
+    a second streaming query reads the table downstream; compacts by event time on a simulated
     clock and shows the read-optimized freshness move (and move back when late data
     lands); tags a snapshot, expires snapshots, cleans orphan files and sums up.
     Deterministic for a --seed (apart from paths and timings).
@@ -149,14 +153,17 @@ def demo(
         pipeline = Pipeline(spark, table, run, on_step=lambda s: _on_step(out, progress, s, run))
         progress.update(task, total=len(pipeline.batches), completed=0, description="micro-batches")
         _timeline_header(out, progress)
-        pipeline.stream()
-
-        progress.update(task, description="expiring snapshots", total=None)
-        pipeline.expire()
-        progress.update(task, description="cleaning orphan files")
-        pipeline.clean_orphans()
-        progress.update(task, description="summing up")
-        pipeline.summarize(status_counts(spark, table))
+        try:
+            pipeline.stream()
+            # The downstream query still runs: its consumer keeps what it has not read.
+            progress.update(task, description="expiring snapshots", total=None)
+            pipeline.expire()
+            progress.update(task, description="cleaning orphan files")
+            pipeline.clean_orphans()
+            progress.update(task, description="summing up")
+            pipeline.summarize(status_counts(spark, table))
+        finally:
+            pipeline.stop_streams()
         progress.remove_task(task)
     run.seconds = time.perf_counter() - started
     out.result(_document(run), lambda: _render_end(out, run))
@@ -201,6 +208,16 @@ def _intro(out: Output, run: DemoRun) -> None:
                 f"~{config.events:,} events from {stream.start:%Y-%m-%d %H:%M} UTC over "
                 f"{config.hours} h, micro-batches of {config.batch_minutes} min, "
                 f"late bursts of events 1-3 h old, seed {config.seed}",
+            ),
+            (
+                "ingest",
+                "each micro-batch lands as a JSON file; a Structured Streaming query upserts "
+                "it through the shoal sink (one snapshot per batch, exactly once)",
+            ),
+            (
+                "downstream",
+                f"a second streaming query reads the table's commits (consumer id "
+                f"{DOWNSTREAM_CONSUMER!r}) into a memory table, every {DOWNSTREAM_TRIGGER}",
             ),
             (
                 "compaction",
@@ -292,10 +309,22 @@ def _render_end(out: Output, run: DemoRun) -> None:
         f"{expire.deleted_data_files} data files and {expire.deleted_manifest_files} manifest "
         "files (by count: in real time every snapshot here is seconds old)"
     )
+    if expire.held_by_consumers and run.downstream_next is not None:
+        out.print(
+            f"  the downstream query's consumer kept snapshots from {run.downstream_next} on: "
+            "Spark confirms a micro-batch's read when the next one starts"
+        )
     if tag is not None:
         out.print(
             f"  tag {tag} (snapshot {summary.tags[tag]}) still reads "
             f"{summary.tag_rows[tag]:,} orders: expiration never deletes a file a tag uses"
+        )
+    if run.downstream is not None:
+        feed = run.downstream
+        out.print(
+            f"[bold]downstream query[/bold]: read {feed.rows:,} rows in {feed.batches} "
+            f"micro-batches; a commit reached it {feed.median_seconds:.1f} s after it was "
+            f"made (median of {feed.snapshots}, max {feed.max_seconds:.1f} s)"
         )
     out.print(
         "[bold]orphan files[/bold]: planted a file a crashed writer could leave: "
@@ -371,7 +400,9 @@ def _document(run: DemoRun) -> Any:
             ],
             "expire": asdict(run.expire) if run.expire else None,
             "snapshots_before_expire": run.expire_before,
+            "downstream_next_snapshot": run.downstream_next,
             "orphans": asdict(run.orphans) if run.orphans else None,
+            "downstream": asdict(run.downstream) if run.downstream else None,
             "summary": asdict(run.summary) if run.summary else None,
             "seconds": run.seconds,
             "spark_seconds": run.spark_seconds,

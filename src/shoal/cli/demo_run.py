@@ -1,5 +1,6 @@
-"""The demo pipeline: micro-batches into a primary-key table through Spark, event-time
-compaction on a simulated clock, a tag, snapshot expiration and orphan cleanup, the
+"""The demo pipeline: micro-batches into a primary-key table through a Structured
+Streaming query (:mod:`shoal.cli.demo_stream`), event-time compaction on a simulated
+clock beside it, a tag, snapshot expiration and orphan cleanup, the
 last three as shoal's Spark jobs (:mod:`shoal.spark`).
 
 The steps report what they did as plain values; :mod:`shoal.cli.demo` renders them.
@@ -30,8 +31,9 @@ from shoal.cli.demo_data import (
     StreamConfig,
     generate,
 )
-from shoal.cli.ingest import ingest_files
+from shoal.cli.demo_stream import DOWNSTREAM_CONSUMER, DemoStreams, DownstreamLag
 from shoal.compaction.compact import CompactResult
+from shoal.format.snapshot import CommitKind
 from shoal.table import Table
 
 if TYPE_CHECKING:
@@ -132,7 +134,9 @@ class DemoRun:
     timeline: list[Step] = field(default_factory=list)
     expire: ExpireResult | None = None
     expire_before: list[int] = field(default_factory=list)
+    downstream_next: int | None = None  # the downstream consumer's next snapshot at expiry
     orphans: OrphanReport | None = None
+    downstream: DownstreamLag | None = None
     summary: Summary | None = None
     seconds: float = 0.0
 
@@ -167,6 +171,7 @@ class Pipeline:
         self.run = run
         self.on_step = on_step
         self.landing = Path(run.warehouse) / "landing"
+        self.streams: DemoStreams | None = None
         self.batches = [b for b in generate(run.config.stream) if b.events]
         run.batches = len(self.batches)
         run.events = sum(len(b.events) for b in self.batches)
@@ -177,18 +182,26 @@ class Pipeline:
         self.on_step(step)
 
     def ingest(self, batch: MicroBatch) -> None:
-        """Land the batch as a JSON file, then a Spark job reads it into the table."""
+        """Land the batch as a JSON file; the ingest query upserts it into the table."""
+        assert self.streams is not None
         started = time.perf_counter()
-        source = batch.write_json(self.landing)
-        result = ingest_files(self.spark, str(source), self.table, "json", "upsert")
+        before = self.table.latest_snapshot()
+        batch.write_json(self.landing)
+        snapshot_id = self.streams.ingest_all()
+        first = before.id + 1 if before is not None else 1
+        written = sum(
+            s.delta_record_count or 0
+            for s in self.table.snapshots()
+            if s.id >= first and s.commit_kind != CommitKind.COMPACT
+        )
         self._record(
             Step(
                 "ingest",
                 batch.end,
-                result.snapshot_ids[-1] if result.snapshot_ids else None,
+                snapshot_id,
                 watermark_of(self.table),
                 time.perf_counter() - started,
-                rows=result.written_records,
+                rows=written,
                 late_rows=batch.late_count,
             )
         )
@@ -219,14 +232,23 @@ class Pipeline:
         tag = self.table.create_tag(name)
         self._record(Step("tag", now, tag.snapshot_id, watermark_of(self.table), 0.0, tag=name))
 
+    def start_streams(self) -> DemoStreams:
+        """The ingest and downstream queries (:mod:`shoal.cli.demo_stream`)."""
+        self.streams = DemoStreams(
+            self.spark, self.table, self.landing, Path(self.run.warehouse) / "checkpoints"
+        )
+        return self.streams
+
     def stream(self) -> None:
         """Every micro-batch, with a compaction every ``compact_minutes`` of simulated
-        time, and the tag of the day after the first compaction past midnight."""
+        time, and the tag of the day after the first compaction past midnight; then the
+        ingest query stops and the downstream query reads what is left."""
         config = self.run.config
         every = timedelta(minutes=config.compact_minutes)
         stream = config.stream
         next_compaction = stream.start + every
         tagged = False
+        streams = self.streams or self.start_streams()
         for batch in self.batches:
             self.ingest(batch)
             if batch.end >= next_compaction:
@@ -237,13 +259,23 @@ class Pipeline:
                     tagged = True
         if not tagged:
             self.tag("end-of-run", stream.end)
+        streams.ingest.stop()
+        streams.drain()
+        self.run.downstream = streams.lag()
+
+    def stop_streams(self) -> None:
+        if self.streams is not None:
+            self.streams.stop()
 
     def expire(self) -> ExpireResult:
-        """Keep the newest ``retain`` snapshots. Retention is by count here: the run's
-        snapshots are seconds old in real time."""
+        """Keep the newest ``retain`` snapshots, and every snapshot the downstream
+        query's consumer has not confirmed reading (Spark confirms a micro-batch's read
+        when the next one starts). Retention is by count here: the run's snapshots are
+        seconds old in real time."""
         import shoal.spark
 
         self.run.expire_before = [s.id for s in self.table.snapshots()]
+        self.run.downstream_next = self.table.consumers().get(DOWNSTREAM_CONSUMER)
         result = shoal.spark.expire_snapshots(
             self.spark,
             self.table.path,
