@@ -26,7 +26,16 @@ from shoal.errors import (
 )
 from shoal.spark.datasource import ShoalDataSource, prepare_for_write, register_table
 from shoal.spark.read import ShoalPartition, ShoalReader
-from shoal.spark.source_options import SourceOptions, open_store
+from shoal.spark.source_options import (
+    READ,
+    STREAM_READ,
+    STREAM_WRITE,
+    USES,
+    WRITE,
+    SourceOptions,
+    Use,
+    open_store,
+)
 from shoal.spark.types import spark_schema
 from shoal.spark.write import ShoalWriter
 from tests.conftest import ALL_TYPES, EVENTS_SCHEMA, all_types_rows, events, sorted_rows
@@ -161,6 +170,44 @@ def test_an_option_the_source_does_not_read_is_refused(
         SourceOptions.parse({"path": pk_table.path, key: "true"})
     with pytest.raises(Exception, match=f"(?i){key}"):  # through Spark, before any read
         load(spark, pk_table.path, **{key: "true"}).count()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "use"),
+    [
+        ("mergeSchema", "true", READ),
+        ("write-buffer-size", "1 mb", STREAM_READ),
+        ("timestamp-precision-truncate", "true", READ),
+        ("partitionOverwriteMode", "dynamic", STREAM_WRITE),
+        ("commit-user", "nightly", WRITE),
+        ("checkpointLocation", "/checkpoints/q", READ),
+        ("scan.snapshot-id", "1", WRITE),
+        ("versionAsOf", "1", STREAM_READ),
+        ("filter", "id > 1", WRITE),
+        ("columns", "id", STREAM_WRITE),
+        ("startingOffsets", "latest", READ),
+        ("consumer-id", "dashboard", WRITE),
+    ],
+)
+def test_an_option_given_where_nothing_reads_it_is_refused(
+    pk_table: shoal.Table, key: str, value: str, use: Use
+) -> None:
+    options = SourceOptions.parse({"path": pk_table.path, key: value})
+    with pytest.raises(InvalidOptionError, match=f"applies to a .*, not to a {use}") as raised:
+        options.require_use(use)
+    assert raised.value.key == key
+    allowed = [u for u in (READ, STREAM_READ, WRITE, STREAM_WRITE) if u in USES[key.lower()]]
+    for other in allowed:
+        options.require_use(other)
+    # A format bound to a table (register_table) fixes options for both reads and writes.
+    SourceOptions.parse({"path": pk_table.path}, {key: value}).require_use(use)
+
+
+def test_a_write_option_on_a_spark_read_is_refused(
+    spark: SparkSession, pk_table: shoal.Table
+) -> None:
+    with pytest.raises(Exception, match=r"mergeSchema.*applies to a write or a stream write"):
+        load(spark, pk_table.path, mergeSchema="true").count()
 
 
 def test_a_read_is_pinned_to_the_snapshot_planned(pk_table: shoal.Table) -> None:

@@ -324,7 +324,7 @@ def test_a_new_query_under_a_consumer_starts_at_its_next_snapshot(
     ("options", "key"),
     [
         ({"scan.snapshot-id": "1"}, "scan.snapshot-id"),
-        ({"versionAsOf": "1"}, "scan.snapshot-id"),
+        ({"versionAsOf": "1"}, "versionAsOf"),
         ({"scan.tag-name": "t"}, "scan.tag-name"),
         ({"incremental-between": "1,2"}, "incremental-between"),
         ({"read-optimized": "true"}, "read-optimized"),

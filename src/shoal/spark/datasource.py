@@ -62,7 +62,7 @@ class ShoalDataSource(DataSource):
         return "shoal"
 
     def _options(self) -> SourceOptions:
-        return SourceOptions.parse({**self.bound_options, **dict(self.options)})
+        return SourceOptions.parse(dict(self.options), self.bound_options)
 
     def schema(self) -> StructType:
         """The table's columns (at the time-travel point, if one is given), or those of
@@ -108,16 +108,16 @@ class ShoalDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return ShoalWriter(self._options(), schema, overwrite)
 
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """``writeStream``: each micro-batch one snapshot, at most once (``stream_write``)."""
+        return ShoalStreamWriter(self._options(), schema, overwrite)
+
 
 def register(spark: SparkSession) -> None:
     """Register the ``shoal`` format in ``spark``. The format registered knows the
     session's default parallelism: reads split a small table into that many tasks (the
     format Spark finds by itself uses the cores of the machine that plans the read)."""
     spark.dataSource.register(_bound_source(spark, "shoal", {}))
-
-    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        """``writeStream``: each micro-batch one snapshot, at most once (``stream_write``)."""
-        return ShoalStreamWriter(self._options(), schema, overwrite)
 
 
 def register_table(

@@ -46,7 +46,7 @@ from shoal.read.incremental import (
     resolve_mode,
 )
 from shoal.scan import Scan
-from shoal.spark.source_options import SourceOptions, open_store
+from shoal.spark.source_options import READ, SourceOptions, open_store
 from shoal.spark.types import arrow_target, exact_batch
 from shoal.table import Table
 
@@ -109,7 +109,7 @@ class ShoalReader(DataSourceReader):
     ) -> None:
         """``parallelism``: how many tasks Spark runs at once (default: the cores of this
         machine), the fewest partitions a table with enough data is read in."""
-        options.refuse_stream_options()
+        options.require_use(READ)
         store = open_store(options.path)
         self._store: FileStore | None = store
         self._options = options

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from shoal.core import filter_text
 from shoal.errors import InvalidOptionError
-from shoal.spark.source_options import PATH, SourceOptions, open_store
+from shoal.spark.source_options import PATH, READ, SourceOptions, open_store
 from shoal.table import Table
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ def read_table(spark: SparkSession, path: str, **options: str) -> DataFrame:
         TableNotFoundError: no table at ``path``.
     """
     parsed = SourceOptions.parse({**options, PATH: path})
+    parsed.require_use(READ)
     df = spark.read.format("shoal").options(**options).load(path)
     threshold = broadcast_threshold(spark.conf.get(THRESHOLD_CONF, None))
     size = read_bytes(parsed)

@@ -13,7 +13,9 @@ first) and ``write-buffer-size``; a streaming write's commit user comes from Spa
 ``checkpointLocation`` or shoal's ``commit-user`` (``queryName`` is taken and unused).
 
 Every other key is refused: a typo with the nearest known key, one of Paimon's or
-Spark's options that the source does not implement by name.
+Spark's options that the source does not implement by name. So is a known key given
+where nothing reads it (``USES``: a write option on a read, a batch read's option on a
+stream, ...), except those a format bound to one table fixes for all of them.
 """
 
 from __future__ import annotations
@@ -115,6 +117,52 @@ _SPELLED = {
     MAX_FILES_PER_TRIGGER: "maxFilesPerTrigger",
     MAX_BYTES_PER_TRIGGER: "maxBytesPerTrigger",
 }
+# What an option applies to: a batch read, a streaming read, a batch write or a
+# streaming write. Given to anything else it would be read by nothing, so it is refused.
+Use = Literal["read", "stream read", "write", "stream write"]
+READ: Use = "read"
+STREAM_READ: Use = "stream read"
+WRITE: Use = "write"
+STREAM_WRITE: Use = "stream write"
+_ORDER = (READ, STREAM_READ, WRITE, STREAM_WRITE)
+_ANY = frozenset(_ORDER)
+_READS = frozenset({READ, STREAM_READ})
+_WRITES = frozenset({WRITE, STREAM_WRITE})
+USES: Mapping[str, frozenset[Use]] = {
+    PATH: _ANY,
+    **dict.fromkeys(
+        (
+            SNAPSHOT_ID,
+            VERSION_AS_OF,
+            TAG_NAME,
+            TIMESTAMP_MILLIS,
+            TIMESTAMP_AS_OF,
+            READ_OPTIMIZED,
+            INCREMENTAL_BETWEEN,
+            INCREMENTAL_BETWEEN_SCAN_MODE,
+        ),
+        frozenset({READ}),
+    ),
+    **dict.fromkeys(
+        (COLUMNS, FILTER, FILTER_PUSHDOWN, O.SPLIT_TARGET_SIZE.key, O.SPLIT_OPEN_FILE_COST.key),
+        _READS,
+    ),
+    **dict.fromkeys(STREAM_KEYS, frozenset({STREAM_READ})),
+    **dict.fromkeys((DYNAMIC_PARTITION_OVERWRITE, PARTITION_OVERWRITE_MODE), frozenset({WRITE})),
+    **dict.fromkeys((WRITE_BUFFER_SIZE, TIMESTAMP_PRECISION_TRUNCATE, MERGE_SCHEMA), _WRITES),
+    **dict.fromkeys((COMMIT_USER, CHECKPOINT_LOCATION, QUERY_NAME), frozenset({STREAM_WRITE})),
+}
+# What to do instead, by what the option was given to.
+_INSTEAD: Mapping[Use, str] = {
+    READ: "",
+    STREAM_READ: "; a stream reads from where startingOffsets says, then every commit",
+    WRITE: "",
+    STREAM_WRITE: (
+        "; a streaming write appends or upserts each batch (outputMode('complete') "
+        "replaces the table with it)"
+    ),
+}
+
 OverwriteMode = Literal["static", "dynamic"]
 
 DEFAULT_WRITE_BUFFER = 64 << 20
@@ -146,13 +194,18 @@ class SourceOptions:
     checkpoint_location: str | None = None
     # The Structured Streaming read options as given (spark/stream_read parses them).
     stream: tuple[tuple[str, str], ...] = ()
+    # The keys given for this read or write (not those a bound format fixes), as given.
+    given: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
-    def parse(options: Mapping[str, str]) -> SourceOptions:
-        """Raises InvalidOptionError for a missing path, an unknown key or a value that
+    def parse(options: Mapping[str, str], bound: Mapping[str, str] | None = None) -> SourceOptions:
+        """``options`` over ``bound`` (those a format bound to one table fixes).
+
+        Raises InvalidOptionError for a missing path, an unknown key or a value that
         does not parse, UnsupportedFeatureError for an option the source does not
         implement."""
-        raw = {str(k).lower(): v for k, v in options.items()}
+        given = {str(k).lower(): v for k, v in options.items()}
+        raw = {**{str(k).lower(): v for k, v in (bound or {}).items()}, **given}
         _check_keys(raw)
         path = raw.get(PATH)
         if not path:
@@ -190,6 +243,7 @@ class SourceOptions:
             commit_user=(raw.get(COMMIT_USER) or "").strip() or None,
             checkpoint_location=(raw.get(CHECKPOINT_LOCATION) or "").strip() or None,
             stream=tuple((k, raw[k]) for k in sorted(STREAM_KEYS) if k in raw),
+            given=tuple(sorted(given.items())),
         )
         travel = [
             k
@@ -210,16 +264,19 @@ class SourceOptions:
     def time_travel(self) -> bool:
         return any(x is not None for x in (self.snapshot_id, self.tag, self.timestamp_ms))
 
-    def refuse_stream_options(self) -> None:
-        """Raises InvalidOptionError for a Structured Streaming read option given to a
-        batch read or a write, where nothing would read it."""
-        if self.stream:
-            key, value = self.stream[0]
-            raise InvalidOptionError(
-                _SPELLED.get(key, key),
-                value,
-                "applies to a streaming read (spark.readStream.format('shoal')) only",
-            )
+    def require_use(self, use: Use) -> None:
+        """Raises InvalidOptionError for an option given that does not apply to
+        ``use`` (a write option on a read, a batch read's on a stream, ...): nothing
+        would read it."""
+        for key, value in self.given:
+            uses = USES.get(key, _ANY)
+            if use not in uses:
+                where = " or ".join(f"a {u}" for u in _ORDER if u in uses)
+                raise InvalidOptionError(
+                    _SPELLED.get(key, key),
+                    value,
+                    f"applies to {where}, not to a {use}{_INSTEAD[use]}",
+                )
 
 
 def _system_table(path: str) -> tuple[str, bool]:

@@ -120,7 +120,7 @@ def stream_settings(options: SourceOptions, table_options: dict[str, str]) -> St
         InvalidOptionError: a value that does not parse, or a batch read's option
             (time travel, ``incremental-between``, ``read-optimized``).
     """
-    _refuse_batch_options(options)
+    options.require_use(S.STREAM_READ)
     raw = dict(options.stream)
     start: StartKind = "latest-full"
     snapshot_id = tag = timestamp_ms = None
@@ -141,24 +141,6 @@ def stream_settings(options: SourceOptions, table_options: dict[str, str]) -> St
         consumer_id=consumer,
         ignore_progress=_flag(ignore),
     )
-
-
-def _refuse_batch_options(options: SourceOptions) -> None:
-    given = [
-        (S.SNAPSHOT_ID + " / versionAsOf", options.snapshot_id),
-        (S.TAG_NAME, options.tag),
-        (S.TIMESTAMP_MILLIS + " / timestampAsOf", options.timestamp_ms),
-        (S.INCREMENTAL_BETWEEN, options.incremental),
-        (S.READ_OPTIMIZED, options.read_optimized or None),
-    ]
-    for key, value in given:
-        if value is not None:
-            raise InvalidOptionError(
-                key,
-                value,
-                "a batch read's option; a stream reads from where startingOffsets says "
-                f"({_FORMS}) and then every commit",
-            )
 
 
 def _starting_offsets(

@@ -38,7 +38,12 @@ from pyspark.sql.types import StructType
 
 from shoal.core.store import FileStore
 from shoal.errors import InvalidOptionError
-from shoal.spark.source_options import SourceOptions, normalize_path, open_store
+from shoal.spark.source_options import (
+    STREAM_WRITE,
+    SourceOptions,
+    normalize_path,
+    open_store,
+)
 from shoal.spark.write import (
     ShoalCommitMessage,
     commit_tasks,
@@ -61,13 +66,7 @@ class ShoalStreamWriter(DataSourceStreamArrowWriter):
     the table with it), one snapshot per batch, each batch at most once."""
 
     def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
-        if options.overwrite_mode is not None:
-            raise InvalidOptionError(
-                "partitionOverwriteMode",
-                options.overwrite_mode,
-                "a streaming write takes no overwrite mode: outputMode('complete') replaces "
-                "the whole table with each batch's result, 'append' replaces nothing",
-            )
+        options.require_use(STREAM_WRITE)
         store, self._task = plan_task_write(options, schema)
         self._path = options.path
         self._overwrite = overwrite

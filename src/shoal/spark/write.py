@@ -53,7 +53,7 @@ from shoal.format.data_file import DataFileMeta
 from shoal.format.snapshot import Snapshot
 from shoal.spark.read import table_columns
 from shoal.spark.source_options import (
-    COMMIT_USER,
+    WRITE,
     OverwriteMode,
     SourceOptions,
     normalize_path,
@@ -304,13 +304,7 @@ class ShoalWriter(DataSourceArrowWriter):
     """Appends to, upserts into or overwrites one table, in one snapshot per Spark write."""
 
     def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
-        if options.commit_user is not None:
-            raise InvalidOptionError(
-                COMMIT_USER,
-                options.commit_user,
-                "names the commit user of a streaming write (writeStream); a batch write "
-                "commits as a new user of its own",
-            )
+        options.require_use(WRITE)
         store, self._task = plan_task_write(options, schema)
         self._path = options.path
         self._overwrite = overwrite
