@@ -42,7 +42,7 @@ def _runner_environment(conf: Path, endpoint: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
-    """A standalone master and two workers (one core, 1 GB each) on 127.0.0.1."""
+    """A standalone master and two workers (two cores, 2 GB each) on 127.0.0.1."""
     daemons = Daemons()
     try:
         yield start_standalone(daemons, tmp_path_factory.mktemp("standalone"))

@@ -122,7 +122,8 @@ class Standalone:
 
 
 def start_standalone(daemons: Daemons, root: Path, workers: int = 2) -> Standalone:
-    """A master and ``workers`` workers of one core and 1 GB each, registered."""
+    """A master and ``workers`` workers of two cores and 2 GB each, registered: room for
+    two applications at a time, each with one single-core executor per worker."""
     conf = root / "conf"
     conf.mkdir(parents=True, exist_ok=True)
     port, ui_port = free_port(), free_port()
@@ -162,9 +163,9 @@ def start_standalone(daemons: Daemons, root: Path, workers: int = 2) -> Standalo
                 "--host",
                 "127.0.0.1",
                 "--cores",
-                "1",
+                "2",
                 "--memory",
-                "1g",
+                "2g",
                 "--work-dir",
                 str(work_dir),
                 "--webui-port",

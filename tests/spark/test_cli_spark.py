@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -14,9 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import shoal
-from shoal.cli.demo_data import generate
 from shoal.cli.demo_run import DemoConfig
-from tests.cli_runs import run, run_json
+from tests.cli_runs import demo_orders, run, run_json
 
 pytestmark = pytest.mark.spark
 
@@ -183,17 +181,10 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
         assert phrase in text, phrase
 
     table = shoal.Catalog(str(warehouse)).get_table("demo.orders")
-    config = DemoConfig(events=2000, hours=3)
-    latest: dict[tuple[str, int], Any] = {}
-    for batch in generate(config.stream):
-        for e in batch.events:
-            key = (e.dt, e.order_id)
-            if key not in latest or e.event_time > latest[key].event_time:
-                latest[key] = e
     rows = table.to_arrow().to_pylist()
-    assert {(r["dt"], r["order_id"]): (r["status"], r["event_time"]) for r in rows} == {
-        k: (e.status, e.event_time) for k, e in latest.items()
-    }
+    assert {
+        (r["dt"], r["order_id"]): (r["status"], r["event_time"]) for r in rows
+    } == demo_orders(DemoConfig(events=2000, hours=3))
     # Freshness: every row older than the watermark is in the read-optimized view.
     watermark = table.freshness().watermark_ms
     assert watermark is not None

@@ -131,6 +131,7 @@ class DemoRun:
     events: int = 0
     late_events: int = 0
     spark_seconds: float = 0.0
+    spark_master: str = ""
     timeline: list[Step] = field(default_factory=list)
     expire: ExpireResult | None = None
     expire_before: list[int] = field(default_factory=list)
