@@ -148,7 +148,7 @@ def demo(
         spark_started = time.perf_counter()
         spark = spark_session(master)
         run.spark_seconds = time.perf_counter() - spark_started
-        master_url = run.spark_master = spark.sparkContext.master
+        master_url = run.spark_master = str(spark.sparkContext.master)
         _say(out, progress, f"Spark {spark.version} on {master_url}: {run.spark_seconds:.1f} s")
         pipeline = Pipeline(spark, table, run, on_step=lambda s: _on_step(out, progress, s, run))
         progress.update(task, total=len(pipeline.batches), completed=0, description="micro-batches")
