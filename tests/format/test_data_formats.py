@@ -17,7 +17,7 @@ import pytest
 
 import shoal
 from shoal.errors import InvalidOptionError, UnsupportedFeatureError
-from shoal.format import data_formats
+from shoal.format import data_formats, orc
 from tests.conftest import ALL_TYPES, all_types_rows, sorted_rows
 
 FORMATS = ("parquet", "orc", "avro")
@@ -208,3 +208,12 @@ def test_format_by_name_and_extension() -> None:
     assert data_formats.format_of("data-x-0.lance") is None
     assert data_formats.format_for_level("orc", "0:avro, 5:parquet", 5).name == "parquet"
     assert data_formats.format_for_level("orc", "0:avro,5:parquet", 3).name == "orc"
+
+
+def test_an_orc_timestamp_finer_than_its_column_is_refused_not_dropped() -> None:
+    """Java Paimon's ORC writer keeps Spark's microseconds in a TIMESTAMP(3) column."""
+    stored = pa.table({"ts": pa.array([1_000_123_000, 2_000_000_000], pa.timestamp("ns"))})
+    with pytest.raises(UnsupportedFeatureError, match="TIMESTAMP\\(6\\)"):
+        orc.as_table_types(stored, pa.schema([("ts", pa.timestamp("ms"))]))
+    widened = orc.as_table_types(stored, pa.schema([("ts", pa.timestamp("us"))]))
+    assert widened["ts"].cast(pa.int64()).to_pylist() == [1_000_123, 2_000_000]

@@ -7,7 +7,8 @@ round, Java reads what shoal wrote with the option, in every format.
 Not ORC as written by Java: its ORC writer keeps the digits below the millisecond of a
 TIMESTAMP(3) value in the file, and reads times before 1970 back shifted (as measured,
 1969-12-31 23:59:59.999999 returns as 1970-01-01 00:00:00.999), so it is no oracle of
-the stored value there."""
+the stored value there; shoal refuses to read such a file at the column's precision
+rather than drop the digits."""
 
 from __future__ import annotations
 
@@ -75,3 +76,18 @@ def test_java_reads_what_shoal_floored(java: JavaPaimon, tmp_path: Path) -> None
     (*read,) = java.run(tmp_path, [jp.read(f"db.s_{fmt}") for fmt in FORMATS])
     for rows in read:
         assert comparable(rows) == comparable(floored())
+
+
+def test_java_orc_digits_below_the_column_are_refused_not_dropped(
+    java: JavaPaimon, tmp_path: Path
+) -> None:
+    java.run(
+        tmp_path,
+        [
+            jp.create_table("db.t_orc", TABLE, options={"file.format": "orc"}),
+            jp.write("db.t_orc", spark_rows()),
+        ],
+    )
+    table = shoal.Catalog(str(tmp_path)).get_table("db.t_orc")
+    with pytest.raises(shoal.UnsupportedFeatureError, match="finer than its column"):
+        table.to_arrow()

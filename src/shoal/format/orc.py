@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from shoal.errors import SchemaMismatchError
+from shoal.errors import SchemaMismatchError, UnsupportedFeatureError
 from shoal.format import types as T
 
 
@@ -92,9 +92,23 @@ def to_stored(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def as_table_types(table: Any, schema: pa.Schema) -> Any:
     """A table or batch read from an ORC file (columns of ``schema``, by name) in the
-    types of ``schema``: times from their milliseconds, timestamps from nanoseconds
-    (exactly: a value finer than the column's precision is an error)."""
+    types of ``schema``: times from their milliseconds, timestamps from nanoseconds.
+
+    Raises:
+        UnsupportedFeatureError: a timestamp finer than its column's precision. Java
+            Paimon's ORC writer keeps the digits of a finer value (Spark's microseconds
+            in a TIMESTAMP(3) column) and its readers return them; shoal reads a column
+            at its precision and does not drop them silently.
+    """
     if table.schema.equals(schema):
         return table
     millis = pa.schema([f.with_type(_millis(f.type)) for f in schema])
-    return table.cast(millis).cast(schema)
+    try:
+        return table.cast(millis).cast(schema)
+    except pa.ArrowInvalid as exc:
+        raise UnsupportedFeatureError(
+            f"an ORC data file holds a value finer than its column's type ({exc}), as Java "
+            "Paimon's ORC writer keeps them; read the digits exactly by widening the column "
+            "(e.g. to TIMESTAMP(6): Table.update_schema().update_column_type)",
+            feature="ORC values finer than their column",
+        ) from None
