@@ -1,5 +1,5 @@
 """``python -m bench``: the small-appends, time-travel, primary-key, cleanup (snapshot expiration,
-orphan files), event-time, Spark and scale benchmarks; ``--quick`` for a short run,
+orphan files), event-time, Spark, streaming and scale benchmarks; ``--quick`` for a short run,
 ``--workload`` for one of them."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 APPENDS, PRIMARY_KEY, EXPIRE, ORPHANS = "appends", "primary-key", "expire", "orphans"
 EVENT_TIME = "event-time"
 SPARK = "spark"
+STREAMING = "streaming"
 SCALE = "scale"
 TIME_TRAVEL = "time-travel"
 DELETION_VECTORS = "deletion-vectors"
@@ -33,9 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="a short run of everything (about 2 minutes once the peers' virtual "
+        help="a short run of everything (3 to 4 minutes once the peers' virtual "
         "environments exist): 40 appends, 5 upserts of 20,000 rows, 2 or 3 repeats; "
-        "1,000,000 rows on Spark, once; scale tables of 2,000 and 20,000 files",
+        "1,000,000 rows on Spark, once; a stream of 200,000 rows in 5 files, once, and "
+        "a demo of 2,000 events; scale tables of 2,000 and 20,000 files",
     )
     p.add_argument(
         "--workload",
@@ -49,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
             ORPHANS,
             EVENT_TIME,
             SPARK,
+            STREAMING,
             SCALE,
         ],
         default="all",
@@ -169,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         ORPHANS,
         EVENT_TIME,
         SPARK,
+        STREAMING,
         SCALE,
     ]
     workloads = everything if args.workload == "all" else [args.workload]
@@ -274,6 +278,18 @@ def main(argv: list[str] | None = None) -> int:
             spark_done = spark_workloads.run(spark_config)
             sections.append(render_spark(spark_done))
             dump[SPARK] = {**spark_done, "ratios": _ratios_json(spark_ratios(spark_done))}
+        if STREAMING in workloads:
+            from bench import streaming
+            from bench.streaming_report import render_streaming, streaming_ratios
+
+            streaming_done = streaming.run(
+                streaming.StreamingConfig.sized(args.quick, args.seed, workdir)
+            )
+            sections.append(render_streaming(streaming_done))
+            dump[STREAMING] = {
+                **streaming_done,
+                "ratios": _ratios_json(streaming_ratios(streaming_done)),
+            }
         if SCALE in workloads:
             from bench import scale
             from bench.scale_report import render_scale
