@@ -152,7 +152,7 @@ def run_demo(config: StreamingConfig, work: Path) -> dict[str, Any]:
     cli = "import sys; from shoal.cli.app import cli; sys.exit(cli(prog_name='shoal'))"
     cmd = [sys.executable, "-c", cli, "demo", "--warehouse", str(warehouse)]
     cmd += [*config.demo_arguments(), "-o", "json"]
-    log(f"streaming: shoal demo {' '.join(config.demo_arguments())} ...".rstrip())
+    log(" ".join(["streaming: shoal demo", *config.demo_arguments(), "..."]))
     started = time.perf_counter()
     text = _run_logged(cmd, work / "demo.json", "shoal demo")
     wall = time.perf_counter() - started
