@@ -405,7 +405,7 @@ def test_expire_snapshots(orders: shoal.Table) -> None:
     orders.upsert(rows([9]))
     held = run("expire-snapshots", orders.path, "--retain-max", "1", "--older-than", "now")
     assert "snapshots kept for consumers reader" in held.stdout
-    assert [s.id for s in orders.snapshots()][0] == 5
+    assert orders.snapshots()[0].id == 5
     assert run("expire-snapshots", orders.path, "--retain-max", "0").exit_code == 2
     assert run("expire-snapshots", orders.path, "--older-than", "someday").exit_code == 2
 
