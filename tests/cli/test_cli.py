@@ -297,7 +297,7 @@ def test_read_errors(orders: shoal.Table) -> None:
     assert run("read", path, "--columns", "nope").exit_code == 2
     assert run("read", path, "-f", "nope = 1").exit_code == 2
     assert run("read", path, "-f", "id > abc").exit_code == 2
-    assert run("read", path, "-f", "id between 1 and 2").exit_code == 2
+    assert run("read", path, "-f", "id between 1").exit_code == 2
     assert run("read", path, "-f", "id in 1").exit_code == 2
 
 
@@ -507,12 +507,18 @@ def test_parse_filter_types_values_by_column() -> None:
         ["id in (1, 2)", "dt != '2026-11-01'", "note is not null", "ts < 2026-11-01T02:00"],
         SCHEMA,
     ) == [
-        ("id", "in", [1, 2]),
-        ("dt", "!=", "2026-11-01"),
-        ("note", "!=", None),
-        ("ts", "<", datetime(2026, 11, 1, 2, 0)),
+        [
+            ("id", "in", [1, 2]),
+            ("dt", "!=", "2026-11-01"),
+            ("note", "!=", None),
+            ("ts", "<", datetime(2026, 11, 1, 2, 0)),
+        ]
     ]
-    assert parse_filter(["amount = 0.25"], SCHEMA) == [("amount", "=", Decimal("0.25"))]
+    assert parse_filter(["amount = 0.25"], SCHEMA) == [[("amount", "=", Decimal("0.25"))]]
+    assert parse_filter(["id = 1 or id = 2", "note is null"], SCHEMA) == [
+        [("id", "=", 1), ("note", "=", None)],
+        [("id", "=", 2), ("note", "=", None)],
+    ]
     assert parse_filter([], SCHEMA) is None
 
 

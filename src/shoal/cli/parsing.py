@@ -111,14 +111,17 @@ def parse_event_time(text: str, hint: str) -> datetime | int:
 
 
 # --- filters ----------------------------------------------------------------------------------
-def parse_filter(values: Sequence[str], schema: pa.Schema) -> list[tuple[str, str, Any]] | None:
-    """``--filter`` conditions (repeatable, and each may join several with ``and``) as
-    the DNF conjunction that ``Table.scan`` takes; values are typed by the column."""
+def parse_filter(
+    values: Sequence[str], schema: pa.Schema
+) -> list[list[tuple[str, str, Any]]] | None:
+    """``--filter`` texts (repeatable; all must hold) in the grammar of
+    :mod:`shoal.core.filter_text`, as the DNF that ``Table.scan`` takes."""
+    if not values:
+        return None
     try:
-        conditions = filter_text.conjunction(list(values), schema)
+        return filter_text.parse(" and ".join(f"({v})" for v in values), schema)
     except InvalidFilterError as exc:
         raise click.BadParameter(str(exc), param_hint="--filter") from None
-    return conditions or None
 
 
 __all__ = [

@@ -19,6 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from shoal.core import filter_expression, filter_text
+from shoal.core.filter_logic import to_dnf
 from shoal.core.partition import coerce_value
 from shoal.errors import InvalidArgumentError, InvalidFilterError
 from shoal.format import types as T
@@ -53,15 +55,26 @@ StatsLookup = Callable[[str], ColumnStats | None]
 def parse_filter(raw: Any, types: dict[str, T.DataType]) -> Dnf | None:
     """Validate a user filter against the table's columns and normalize it.
 
+    ``raw`` is DNF tuples, a ``pyarrow.compute.Expression``
+    (:mod:`shoal.core.filter_expression`) or text (:mod:`shoal.core.filter_text`);
+    all three become the same DNF, so they prune and filter alike.
+
     Raises:
-        InvalidFilterError: for anything that is not DNF over known columns.
+        InvalidFilterError: for anything that is not such a filter over known columns.
     """
     if raw is None:
         return None
+    if isinstance(raw, str | pc.Expression):
+        schema = pa.schema([(name, T.to_arrow(t)) for name, t in types.items()])
+        if isinstance(raw, str):
+            raw = filter_text.parse(raw, schema)
+        else:
+            tree = filter_expression.to_tree(raw, schema)
+            raw = to_dnf(tree, lambda c: pa.types.is_floating(schema.field(c).type))
     if isinstance(raw, tuple) or not isinstance(raw, list):
         raise InvalidFilterError(
-            f"filter must be a list of (column, op, value) tuples or a list of such lists, "
-            f"not {raw!r}"
+            "filter must be text, a pyarrow.compute.Expression, a list of (column, op, "
+            f"value) tuples or a list of such lists, not {raw!r}"
         )
     if not raw:
         return None
