@@ -3,33 +3,27 @@
 from __future__ import annotations
 
 import json
-import logging
 import textwrap
 from typing import Any
 
 import click
 
 from shoal import __version__
-from shoal.cli import alter, demo, ingest, maintenance, read, tables, tags
-from shoal.cli.common import output_of
+from shoal.cli import alter, demo, ingest, maintenance, read, schema, tables, tags
+from shoal.cli.common import global_options, output_of
 from shoal.cli.exit_codes import MEANINGS, exit_code_for
-from shoal.errors import (
-    CorruptMetadataError,
-    ShoalError,
-    SnapshotNotFoundError,
-    TableAlreadyExistsError,
-    TableNotFoundError,
-    TagAlreadyExistsError,
-    TagNotFoundError,
-)
+from shoal.cli.messages import cli_message, hint
+from shoal.errors import ShoalError
 
 _EXAMPLES = """\
 Tables in the Apache Paimon format: tags, safe cleanup, event-time compaction.
 
 TABLE is a table's path (WAREHOUSE/DB.db/NAME, or a URI), or DB.NAME with
 --warehouse DIR (or the environment variable SHOAL_WAREHOUSE). Every command
-takes --output json and then prints exactly one JSON document on stdout; notes,
-progress and errors go to stderr.
+takes --output json and then prints exactly one JSON document on stdout, or
+--output csv and prints one CSV table; notes, progress and errors go to stderr.
+Tables print every value whole, however narrow the terminal. --output, --warehouse
+and -v go before or after the command.
 
 \b
 Examples:
@@ -38,12 +32,15 @@ Examples:
       -p dt -k dt,id --option bucket=4
   shoal ingest landing/*.json -w wh db.orders --mode upsert
   shoal table alter -w wh db.orders --add "discount double after amount"
-  shoal snapshots -w wh db.orders
+  shoal schema -w wh db.orders
+  shoal snapshots -w wh db.orders -o csv
   shoal read -w wh db.orders --filter "amount > 100" --limit 10 -o json
+  shoal read -w wh db.orders --output parquet orders.parquet
   shoal tag create -w wh db.orders nightly
   shoal compact -w wh db.orders --strategy event-time
   shoal expire-snapshots -w wh db.orders --retain-max 20
   shoal remove-orphan-files -w wh db.orders --dry-run
+  shoal table drop -w wh db.orders --yes
 """
 
 
@@ -77,7 +74,7 @@ class ShoalGroup(click.Group):
 
 def _report(ctx: click.Context, exc: Exception, code: int) -> None:
     kind = type(exc).__name__
-    message = str(exc) or kind
+    message = cli_message(exc)
     out = output_of(ctx)
     if out is not None and out.json:
         document = {"error": {"type": kind, "message": message, "exit_code": code}}
@@ -85,32 +82,12 @@ def _report(ctx: click.Context, exc: Exception, code: int) -> None:
         return
     if isinstance(exc, ShoalError):
         click.secho(f"error: {message}", fg="red", err=True)
-        hint = _hint(exc)
-        if hint:
-            click.echo(f"hint: {hint}", err=True)
+        helps = hint(exc)
+        if helps:
+            click.echo(f"hint: {helps}", err=True)
     else:
         click.secho(f"error ({kind}): {message}", fg="red", err=True)
         click.echo("run with --debug for the traceback", err=True)
-
-
-def _hint(exc: ShoalError) -> str | None:
-    """The command that helps, where the library's message names a Python call."""
-    if isinstance(exc, TagNotFoundError):
-        return "'shoal tag list TABLE' shows the tags"
-    if isinstance(exc, TagAlreadyExistsError):
-        return "'shoal tag create --replace' moves an existing tag"
-    if isinstance(exc, SnapshotNotFoundError):
-        return "'shoal snapshots TABLE' lists the snapshots"
-    if isinstance(exc, CorruptMetadataError):
-        return (
-            "'shoal snapshots TABLE' lists the snapshots, marking damaged ones; "
-            "'shoal rollback TABLE --snapshot N' returns to an earlier one"
-        )
-    if isinstance(exc, TableNotFoundError):
-        return "'shoal table list --warehouse DIR' lists the tables"
-    if isinstance(exc, TableAlreadyExistsError):
-        return "'shoal table create --if-not-exists' succeeds when the table exists"
-    return None
 
 
 @click.group(
@@ -120,21 +97,17 @@ def _hint(exc: ShoalError) -> str | None:
 )
 @click.version_option(__version__, prog_name="shoal")
 @click.option("--debug", is_flag=True, help="Show the traceback of unexpected errors.")
-@click.option("-v", "--verbose", count=True, help="Log shoal's progress (-vv: debug).")
+@global_options
 @click.pass_context
-def cli(ctx: click.Context, debug: bool, verbose: int) -> None:
+def cli(ctx: click.Context, debug: bool) -> None:
     ctx.meta["shoal.debug"] = debug
-    if verbose:
-        logging.basicConfig(
-            level=logging.DEBUG if verbose > 1 else logging.INFO,
-            format="%(levelname)s %(name)s: %(message)s",
-        )
 
 
 cli.add_command(demo.demo)
 cli.add_command(ingest.ingest)
 tables.table_group.add_command(alter.alter)
 cli.add_command(tables.table_group)
+cli.add_command(schema.schema)
 cli.add_command(tables.snapshots)
 cli.add_command(tables.system)
 cli.add_command(tags.tag_group)

@@ -3,19 +3,25 @@ how it names a table."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from shoal.catalog import Catalog
-from shoal.cli.output import MODES, Mode, Output
+from shoal.cli.output import FILE_MODES, MODES, Mode, Output
 from shoal.table import Table
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 OUTPUT_KEY = "shoal.output"
+_OUTPUT_GIVEN = "shoal.output.given"
+_WAREHOUSE_GIVEN = "shoal.warehouse.given"
+# The commands that write their result to a file (``--output parquet FILE``).
+FILE_COMMANDS = frozenset({"read"})
 WAREHOUSE_ENV = "SHOAL_WAREHOUSE"
 OUTPUT_ENV = "SHOAL_OUTPUT"
 DEFAULT_MASTER = "local[2]"
@@ -37,13 +43,38 @@ def output_of(ctx: click.Context) -> Output | None:
     return found if isinstance(found, Output) else None
 
 
-def _set_output(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-    mode: Mode = "json" if value == "json" else "table"
-    ctx.find_root().meta[OUTPUT_KEY] = Output(mode)
+def _given(ctx: click.Context, param: click.Parameter) -> bool:
+    return ctx.get_parameter_source(param.name or "") is ParameterSource.COMMANDLINE
+
+
+def _set_output(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """``--output`` before the command (the group's) or after it (the command's): the one
+    given on the command line wins, the command's over the group's."""
+    root = ctx.find_root()
+    given = _given(ctx, param)
+    if ctx is root or given or not root.meta.get(_OUTPUT_GIVEN):
+        mode: Mode = value if value in MODES else "table"
+        root.meta[OUTPUT_KEY] = Output(mode)
+        root.meta[_OUTPUT_GIVEN] = given or bool(root.meta.get(_OUTPUT_GIVEN))
+    chosen = output_of(ctx)
+    writes_file = chosen is not None and chosen.mode in FILE_MODES
+    if ctx is not root and writes_file and ctx.command.name not in FILE_COMMANDS:
+        raise click.BadParameter(
+            "'parquet' writes a file, which only 'shoal read' does; use table, json or csv",
+            ctx=ctx,
+            param=param,
+        )
+
+
+_OUTPUT_HELP = (
+    "'table' for people; 'json' prints one JSON document, 'csv' one CSV table on stdout"
+    " ('shoal read' also takes 'parquet FILE')."
+)
 
 
 def output_option(f: F) -> F:
-    """``-o/--output table|json`` (also the environment variable SHOAL_OUTPUT)."""
+    """``-o/--output table|json|csv`` (also the environment variable SHOAL_OUTPUT), and
+    ``-v``: both also before the command."""
     option = click.option(
         "-o",
         "--output",
@@ -54,9 +85,51 @@ def output_option(f: F) -> F:
         expose_value=False,
         is_eager=True,
         callback=_set_output,
-        help="'table' for people; 'json' prints one JSON document on stdout.",
+        help=_OUTPUT_HELP,
+    )
+    return option(verbose_option(f))
+
+
+def configure_logging(verbose: int) -> None:
+    if verbose:
+        logging.basicConfig(
+            level=logging.DEBUG if verbose > 1 else logging.INFO,
+            format="%(levelname)s %(name)s: %(message)s",
+        )
+
+
+def _set_verbose(ctx: click.Context, _param: click.Parameter, value: int) -> None:
+    configure_logging(value)
+
+
+def verbose_option(f: F) -> F:
+    """``-v/--verbose`` (repeatable), before or after the command."""
+    option = click.option(
+        "-v",
+        "--verbose",
+        count=True,
+        expose_value=False,
+        callback=_set_verbose,
+        help="Log shoal's progress (-vv: debug).",
     )
     return option(f)
+
+
+def _warehouse(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--warehouse`` after the command wins; else the one before it, else the
+    environment's."""
+    root = ctx.find_root()
+    if ctx is root:
+        root.meta[_WAREHOUSE_GIVEN] = value if _given(ctx, param) else None
+        return value
+    if not _given(ctx, param) and root.meta.get(_WAREHOUSE_GIVEN):
+        return str(root.meta[_WAREHOUSE_GIVEN])
+    return value
+
+
+_WAREHOUSE_HELP = (
+    "Warehouse directory or URI; with it TABLE may be 'db.table'. Default: $SHOAL_WAREHOUSE."
+)
 
 
 def warehouse_option(f: F) -> F:
@@ -66,10 +139,37 @@ def warehouse_option(f: F) -> F:
         "--warehouse",
         metavar="DIR",
         envvar=WAREHOUSE_ENV,
-        help="Warehouse directory or URI; with it TABLE may be 'db.table'. "
-        "Default: $SHOAL_WAREHOUSE.",
+        callback=_warehouse,
+        help=_WAREHOUSE_HELP,
     )
     return option(f)
+
+
+def global_options(f: F) -> F:
+    """The group's ``--output``, ``--warehouse`` and ``-v``, which every command also
+    takes after its name."""
+    output_flag = click.option(
+        "-o",
+        "--output",
+        type=click.Choice(MODES),
+        default="table",
+        envvar=OUTPUT_ENV,
+        expose_value=False,
+        is_eager=True,
+        callback=_set_output,
+        help=_OUTPUT_HELP + " Also after the command.",
+    )
+    warehouse_flag = click.option(
+        "-w",
+        "--warehouse",
+        metavar="DIR",
+        envvar=WAREHOUSE_ENV,
+        expose_value=False,
+        callback=_warehouse,
+        help="Warehouse of the tables that commands name as 'db.table' (also after the "
+        "command). Default: $SHOAL_WAREHOUSE.",
+    )
+    return output_flag(warehouse_flag(verbose_option(f)))
 
 
 def table_argument(f: F) -> F:

@@ -180,13 +180,13 @@ def _progress(out: Output) -> Progress:
         MofNCompleteColumn(),
         console=out.out,
         transient=True,
-        disable=out.json,
+        disable=out.machine,
     )
 
 
 def _say(out: Output, progress: Progress, text: str) -> None:
     """A line of the narration, above the progress bar."""
-    if not out.json:
+    if not out.machine:
         progress.console.print(text)
 
 
@@ -258,7 +258,7 @@ def _timeline_header(out: Output, progress: Progress) -> None:
 def _on_step(out: Output, progress: Progress, step: Step, run: DemoRun) -> None:
     if step.kind == "ingest":
         progress.advance(progress.task_ids[0])
-    if out.json:
+    if out.machine:
         return
     earlier = [s.watermark_ms for s in run.timeline[:-1] if s.watermark_ms is not None]
     previous = earlier[-1] if earlier else None

@@ -7,6 +7,7 @@ Results go to stdout; progress, notes and errors go to stderr, so that
 from __future__ import annotations
 
 import base64
+import csv
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -28,8 +29,12 @@ from rich.progress import (
 )
 from rich.table import Table as RichTable
 
-Mode = Literal["table", "json"]
-MODES: tuple[Mode, ...] = ("table", "json")
+Mode = Literal["table", "json", "csv", "parquet"]
+MODES: tuple[Mode, ...] = ("table", "json", "csv", "parquet")
+_UNBOUNDED = 1 << 20  # the width a table is measured in: wider than any value
+
+# Only ``shoal read`` writes Parquet (to a file); every other command refuses it.
+FILE_MODES: frozenset[Mode] = frozenset({"parquet"})
 
 
 def to_jsonable(value: Any) -> Any:
@@ -103,22 +108,30 @@ class Output:
     def json(self) -> bool:
         return self.mode == "json"
 
+    @property
+    def machine(self) -> bool:
+        """Whether stdout is for a program (JSON, CSV or a file): no notes, no progress."""
+        return self.mode != "table"
+
     def result(self, document: Any, render: Callable[[], None]) -> None:
-        """Emit a command's result: ``document`` as JSON, or ``render()`` for people."""
+        """Emit a command's result: ``document`` as JSON or CSV, or ``render()`` for people."""
         if self.json:
             self.out.file.write(json.dumps(to_jsonable(document), indent=2) + "\n")
             self.out.file.flush()
-        else:
+        elif self.mode == "csv":
+            write_csv(self.out.file, document)
+            self.out.file.flush()
+        elif not self.machine:
             render()
 
     def note(self, message: str) -> None:
-        """A remark for people (stderr, never in JSON mode)."""
-        if not self.json:
+        """A remark for people (stderr, never for programs)."""
+        if not self.machine:
             self.err.print(message)
 
     def print(self, *renderables: Any) -> None:
-        """Human output on stdout (never in JSON mode)."""
-        if not self.json:
+        """Human output on stdout (never for programs)."""
+        if not self.machine:
             self.out.print(*renderables)
 
     def rows(
@@ -130,21 +143,39 @@ class Output:
         headers: Mapping[str, str] | None = None,
         right: Iterable[str] = (),
     ) -> None:
-        """A rich table of ``columns`` of ``rows`` (stdout; nothing in JSON mode)."""
-        if self.json:
+        """A rich table of ``columns`` of ``rows`` (stdout; nothing for programs)."""
+        if self.machine:
             return
-        self.out.print(table_of(rows, columns, title=title, headers=headers, right=right))
+        self._unfolded(table_of(rows, columns, title=title, headers=headers, right=right))
 
     def key_values(self, pairs: Iterable[tuple[str, Any]], *, title: str | None = None) -> None:
-        """A two-column table of labelled values (stdout; nothing in JSON mode)."""
-        if self.json:
+        """A two-column table of labelled values (stdout; nothing for programs)."""
+        if self.machine:
             return
         grid = RichTable(title=title, show_header=False, box=None, padding=(0, 2))
-        grid.add_column(style="bold")
-        grid.add_column()
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(no_wrap=True)
         for label, value in pairs:
             grid.add_row(label, value if isinstance(value, str) else _cell(value))
-        self.out.print(grid)
+        self._unfolded(grid)
+
+    def _unfolded(self, table: RichTable) -> None:
+        """Print ``table`` as wide as its widest values need, wider than the terminal or
+        the 80 columns of a pipe if it must: a path or a name is never folded or cut."""
+        unbounded = self.out.options.update_width(_UNBOUNDED)
+        needed = self.out.measure(table, options=unbounded).maximum
+        if needed <= self.out.width:
+            self.out.print(table)
+            return
+        wide = Console(
+            file=self.out.file,
+            width=needed,
+            highlight=False,
+            soft_wrap=True,
+            force_terminal=self.out.is_terminal,
+            color_system=self.out.color_system,  # type: ignore[arg-type]
+        )
+        wide.print(table, crop=False)
 
     @contextmanager
     def progress(self, *, transient: bool = True) -> Iterator[Progress]:
@@ -157,7 +188,7 @@ class Output:
             TimeElapsedColumn(),
             console=self.err,
             transient=transient,
-            disable=self.json,
+            disable=self.machine,
         )
         with progress:
             yield progress
@@ -165,7 +196,7 @@ class Output:
     @contextmanager
     def status(self, message: str) -> Iterator[None]:
         """A spinner on stderr while a single long step runs."""
-        if self.json or not self.err.is_terminal:
+        if self.machine or not self.err.is_terminal:
             yield
             return
         with self.err.status(message):
@@ -186,8 +217,35 @@ def table_of(
         table.add_column(
             (headers or {}).get(column, column),
             justify="right" if column in aligned else "left",
-            overflow="fold",
+            no_wrap=True,
+            overflow="fold",  # never reached: tables print as wide as they need
         )
     for row in rows:
         table.add_row(*(_cell(row.get(c)) for c in columns))
     return table
+
+
+def _csv_cell(value: Any) -> Any:
+    plain = to_jsonable(value)
+    if plain is None:
+        return ""
+    if isinstance(plain, list | dict):
+        return json.dumps(plain)
+    return plain
+
+
+def write_csv(file: Any, document: Any) -> None:
+    """A command's result as CSV: a list of records one line each, a single record as
+    one line; the header is every key in first-seen order, nested values are JSON."""
+    records: list[Any] = document if isinstance(document, list) else [document]
+    columns: dict[str, None] = {}
+    for record in records:
+        if isinstance(record, Mapping):
+            columns.update(dict.fromkeys(str(k) for k in record))
+    if not columns:
+        columns = {"value": None}
+        records = [{"value": r} for r in records]
+    writer = csv.writer(file, lineterminator="\n")
+    writer.writerow(columns)
+    for record in records:
+        writer.writerow([_csv_cell(record.get(c)) for c in columns])

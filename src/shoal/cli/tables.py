@@ -38,9 +38,9 @@ SNAPSHOT_COLUMNS = (
 )
 
 
-@click.group("table", short_help="Create, describe, change and list tables.")
+@click.group("table", short_help="Create, describe, change, list and drop tables.")
 def table_group() -> None:
-    """Create, describe, change and list tables."""
+    """Create, describe, change, list and drop tables."""
 
 
 @table_group.command("create", short_help="Create a table.")
@@ -178,9 +178,40 @@ def render_description(table: Table, verb: str) -> None:
             ("latest snapshot", "-" if latest is None else str(latest["snapshot_id"])),
             ("snapshots", str(doc["snapshot_count"])),
             ("tags", str(doc["tag_count"])),
-            ("rows", f"{doc['record_count']:,}"),
+            # Records in the data files: before a primary-key table's merge, so an
+            # updated key counts once per version (shoal read counts merged rows).
+            ("records in files", f"{doc['record_count']:,}"),
             ("data files", f"{doc['file_count']:,} ({format_bytes(doc['file_size_in_bytes'])})"),
         ]
+    )
+
+
+@table_group.command("drop", short_help="Delete a table with its data.")
+@table_argument
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation (for scripts).")
+@click.option("--if-exists", is_flag=True, help="Succeed without change when there is no table.")
+@table_options
+def drop(table: str, warehouse: str | None, yes: bool, if_exists: bool) -> None:
+    """Delete TABLE: its directory with every data file, snapshot, tag and schema.
+
+    Nothing can read or restore it afterwards; stop writers and readers first.
+
+    \b
+    Examples:
+      shoal table drop -w wh db.orders --yes
+      shoal table drop ./wh/db.db/logs --if-exists --yes
+    """
+    catalog, identifier = catalog_target(table, warehouse)
+    exists = catalog.table_exists(identifier)
+    if exists and not yes:
+        click.confirm(
+            f"drop {identifier} with all its data, snapshots and tags?", abort=True, err=True
+        )
+    catalog.drop_table(identifier, ignore_if_not_exists=if_exists)
+    out = output()
+    out.result(
+        {"table": identifier, "dropped": exists},
+        lambda: out.print(f"dropped {identifier}" if exists else f"no table {identifier}"),
     )
 
 
