@@ -27,7 +27,12 @@ SRC = ROOT / "src"
 
 # Modules of shoal that belong to an extra, by dotted prefix; the rest need only the
 # base dependencies.
-EXTRA_OF_MODULE = {"shoal.spark": "spark", "pyspark_shoal": "spark", "shoal.io.s3_file_io": "s3"}
+EXTRA_OF_MODULE = {
+    "shoal.spark": "spark",
+    "pyspark_shoal": "spark",
+    "shoal.io.s3_file_io": "s3",
+    "shoal.read.frames": "polars",  # polars, imported by to_polars only
+}
 # Trees that run with the development extra installed.
 DEV_TREES = ("tests", "bench", "examples")
 # Runners that the benchmarks start in the peers' own virtual environments.

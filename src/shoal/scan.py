@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -23,6 +24,7 @@ from shoal.errors import (
 from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
 from shoal.read.files import merged_batches, read_batches, read_merged, read_table
+from shoal.read.frames import batch_reader, to_pandas, to_polars
 
 logger = logging.getLogger(__name__)
 
@@ -162,6 +164,38 @@ class Scan:
             except (CorruptMetadataError, CorruptDataFileError) as exc:
                 can_replan = not started and replans < EXPIRED_SNAPSHOT_REPLANS
                 self._after_missing_file(exc, can_replan=can_replan)
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        """The rows as a ``pa.RecordBatchReader`` that reads each batch when it is asked
+        for: the batches of :meth:`to_batches` themselves, not copies. Its schema is
+        the read's (the selected ``columns``)."""
+        return batch_reader(self.to_batches(), self._rows_schema())
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        """The Arrow C stream interface: polars, DuckDB, pyarrow and any other Arrow
+        consumer read the scan's batches as they are read, without a copy. Each call
+        reads the scan again (its snapshot stays the one planned)."""
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self) -> object:
+        """The schema of the rows the stream gives (the selected ``columns``; ``schema``
+        is the whole table's), for consumers that bind before they read."""
+        return self._rows_schema().__arrow_c_schema__()
+
+    def to_pandas(self, **options: Any) -> Any:
+        """The rows as a pandas DataFrame (``options`` go to ``pa.Table.to_pandas``);
+        MissingDependencyError without pandas (``pip install 'shoal[pandas]'``)."""
+        return to_pandas(self.to_reader(), **options)
+
+    def to_polars(self) -> Any:
+        """The rows as a polars DataFrame, taken over the Arrow C stream interface;
+        MissingDependencyError without polars (``pip install 'shoal[polars]'``)."""
+        return to_polars(self.to_reader())
+
+    def _rows_schema(self) -> pa.Schema:
+        if self.columns is None:
+            return self.schema
+        return pa.schema([self.schema.field(name) for name in self.columns])
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
         if self.merging:

@@ -148,9 +148,12 @@ class Table:
     def append(self, data: Any, *, schema_mode: str = "strict") -> Snapshot:
         """Add rows in one atomic commit; returns the new snapshot.
 
-        ``data`` is a pyarrow Table, RecordBatch, RecordBatchReader (streamed) or a
-        pandas DataFrame. On a primary-key table this is :meth:`upsert`. Raises
-        SchemaMismatchError before anything is committed.
+        ``data`` is a pyarrow Table or RecordBatch, a pandas DataFrame, a dict of
+        columns, or a stream, written batch by batch as it is read: a
+        RecordBatchReader, an iterable of RecordBatches, any object with
+        ``__arrow_c_stream__`` or ``__arrow_c_array__`` (polars, DuckDB). Arrow data is
+        not copied on the way in. On a primary-key table this is :meth:`upsert`.
+        Raises SchemaMismatchError before anything is committed.
 
         ``schema_mode="merge"`` first adds the columns of ``data`` that the table lacks
         (nullable, in the data's order, one new schema version); other differences
@@ -161,8 +164,10 @@ class Table:
 
     def upsert(self, data: Any) -> Snapshot:
         """Insert or replace rows by primary key in one commit (the last row of a key in
-        ``data`` wins). May be followed by one COMPACT commit when a bucket reaches
-        ``num-sorted-run.compaction-trigger`` sorted runs (unless ``write-only``)."""
+        ``data`` wins); ``data`` as for :meth:`append`. Its rows are held in memory until
+        the commit, since each bucket's file is sorted by key. May be followed by one
+        COMPACT commit when a bucket reaches ``num-sorted-run.compaction-trigger`` sorted
+        runs (unless ``write-only``)."""
         self._require_primary_key("upsert")
         return self._transaction().write(data)
 
@@ -289,11 +294,9 @@ class Table:
             )
         if schema_mode == "strict":
             return data
-        if isinstance(data, pa.RecordBatchReader):
-            schema = merge_new_columns(self._store, data.schema)
-        else:
-            data = to_batches(data)
-            schema = merge_new_columns(self._store, data.schema, data)
+        data = to_batches(data)
+        rows = data if isinstance(data, pa.Table) else None  # a stream is not read here
+        schema = merge_new_columns(self._store, data.schema, rows)
         if schema is not None:
             self._use_schema(schema)
         return data
@@ -543,6 +546,33 @@ class Table:
             filter=filter,
             read_optimized=read_optimized,
         ).to_arrow()
+
+    # --- Arrow out ----------------------------------------------------------------------------
+    def to_reader(self, **scan_options: Any) -> pa.RecordBatchReader:
+        """The rows as a ``pa.RecordBatchReader``, read batch by batch as it is consumed
+        (``scan_options`` are :meth:`scan`'s keywords, as for :meth:`to_arrow`)."""
+        return self.scan(**scan_options).to_reader()
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        """The Arrow C stream interface over the latest snapshot, streamed: each call
+        reads the snapshot that is the latest then (``pl.DataFrame(table)``,
+        ``duckdb.sql("select ... from table")``, ``pa.table(table)``)."""
+        return self.scan().__arrow_c_stream__(requested_schema)
+
+    def to_pandas(self, **scan_options: Any) -> Any:
+        """The rows as a pandas DataFrame; the keywords of :meth:`to_arrow`."""
+        return self.scan(**scan_options).to_pandas()
+
+    def to_polars(self, **scan_options: Any) -> Any:
+        """The rows as a polars DataFrame; the keywords of :meth:`to_arrow`."""
+        return self.scan(**scan_options).to_polars()
+
+    def to_duckdb(self, connection: Any, name: str, **scan_options: Any) -> Any:
+        """Register the rows as the view ``name`` of a DuckDB ``connection``; returns
+        the connection. The view streams the scan (planned now, with the keywords of
+        :meth:`to_arrow`) again at each query, so it keeps reading the same snapshot."""
+        connection.register(name, self.scan(**scan_options))
+        return connection
 
     def incremental(
         self,

@@ -8,7 +8,8 @@ not. Anything else raises :class:`SchemaMismatchError`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -53,25 +54,83 @@ def _family(t: pa.DataType) -> str | None:
     return None
 
 
-def to_batches(data: Any) -> Iterator[pa.RecordBatch] | pa.Table:
-    """A user's data as an Arrow table, or as a stream of batches for a reader."""
-    if isinstance(data, pa.Table):
+ACCEPTED = (
+    "a pyarrow Table, RecordBatch or RecordBatchReader, a pandas DataFrame, a dict of "
+    "columns, an iterable of RecordBatches or Tables, or any object with "
+    "__arrow_c_stream__ or __arrow_c_array__ (a polars DataFrame, a DuckDB relation)"
+)
+
+
+class BatchStream:
+    """The batches of an iterable input, consumed once, with the schema of the first
+    (each batch is conformed to the table on its own)."""
+
+    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch | pa.Table]) -> None:
+        self.schema = schema
+        self._batches = batches
+
+    def __iter__(self) -> Iterator[pa.RecordBatch | pa.Table]:
+        return self._batches
+
+
+def to_batches(data: Any) -> pa.Table | pa.RecordBatchReader | BatchStream:
+    """A user's data as an Arrow table, or as a stream of batches read as the writer
+    consumes them. Streams (a RecordBatchReader, an ``__arrow_c_stream__`` object, an
+    iterable of batches) are not read here; Arrow data is taken over without a copy.
+
+    Raises:
+        SchemaMismatchError: ``data`` is none of the accepted kinds.
+    """
+    if isinstance(data, pa.Table | pa.RecordBatchReader):
         return data
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
-    if isinstance(data, pa.RecordBatchReader):
-        return iter(data)
-    if type(data).__name__ == "DataFrame" and hasattr(data, "to_numpy"):
+    if type(data).__module__.split(".")[0] == "pandas" and type(data).__name__ == "DataFrame":
         return pa.Table.from_pandas(data, preserve_index=False)
     if isinstance(data, dict):
         try:
             return pa.table(data)
         except (TypeError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError
             raise SchemaMismatchError(f"cannot make a table of the dict: {exc}") from None
-    raise SchemaMismatchError(
-        f"cannot write a {type(data).__name__}: pass a pyarrow Table, RecordBatch, "
-        "RecordBatchReader or pandas DataFrame"
-    )
+    if hasattr(data, "__arrow_c_stream__"):
+        try:
+            return pa.RecordBatchReader.from_stream(data)
+        except (TypeError, ValueError) as exc:  # pyarrow.ArrowTypeError is a TypeError
+            raise SchemaMismatchError(
+                f"cannot write a {type(data).__name__}: its Arrow stream is not one of "
+                f"batches of columns ({exc}); pass {ACCEPTED}"
+            ) from None
+    if hasattr(data, "__arrow_c_array__"):
+        try:
+            return pa.Table.from_batches([pa.record_batch(data)])
+        except (TypeError, ValueError) as exc:
+            raise SchemaMismatchError(
+                f"cannot write a {type(data).__name__}: its Arrow array is not a struct "
+                f"of columns ({exc}); pass {ACCEPTED}"
+            ) from None
+    if isinstance(data, Iterable) and not isinstance(data, str | bytes | Mapping):
+        return _stream(iter(data))
+    raise SchemaMismatchError(f"cannot write a {type(data).__name__}: pass {ACCEPTED}")
+
+
+def _stream(items: Iterator[Any]) -> pa.Table | BatchStream:
+    first = next(items, None)
+    if first is None:
+        raise SchemaMismatchError(
+            "the iterable of batches is empty, so it has no schema; pass an empty "
+            "pyarrow Table or RecordBatchReader to write no rows"
+        )
+    _check_item(first)
+    return BatchStream(first.schema, (_check_item(b) for b in itertools.chain([first], items)))
+
+
+def _check_item(item: Any) -> pa.RecordBatch | pa.Table:
+    if not isinstance(item, pa.RecordBatch | pa.Table):
+        raise SchemaMismatchError(
+            f"an iterable to write must yield pyarrow RecordBatches or Tables, not "
+            f"{type(item).__name__}; pass {ACCEPTED}"
+        )
+    return item
 
 
 def conform(data: pa.Table | pa.RecordBatch, schema: pa.Schema) -> pa.Table:
