@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 import shoal
 from shoal import errors as E
 from shoal.cli import cli
+from shoal.cli.demo_run import TABLE as DEMO_TABLE
 from shoal.cli.messages import PYTHON_TO_CLI, cli_message
 from tests.cli_runs import run, run_json
 
@@ -211,6 +212,15 @@ def test_global_options_before_or_after_the_command(keyed: shoal.Table, wh: str)
     assert run("-w", "/nowhere", "snapshots", name, "-w", wh).exit_code == 0
     assert run("-w", wh, "snapshots", name, "-w", "/nowhere").exit_code == 3
     assert csv_rows(run("-o", "csv", "tag", "list", keyed.path).stdout) == []
+
+
+def test_the_demo_takes_the_warehouse_given_before_it(tmp_path: Path) -> None:
+    # A warehouse holding the demo's table is refused before Spark starts: the demo saw it.
+    taken = str(tmp_path / "taken")
+    shoal.Catalog(taken).create_table(DEMO_TABLE, pa.schema([("id", pa.int64())]))
+    refused = run("-w", taken, "demo")
+    assert refused.exit_code == 2, refused.output
+    assert "holds a demo table already" in refused.stderr
 
 
 # --- table drop -------------------------------------------------------------------------------

@@ -115,7 +115,7 @@ def verbose_option(f: F) -> F:
     return option(f)
 
 
-def _warehouse(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+def inherit_warehouse(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """``--warehouse`` after the command wins; else the one before it, else the
     environment's."""
     root = ctx.find_root()
@@ -139,7 +139,7 @@ def warehouse_option(f: F) -> F:
         "--warehouse",
         metavar="DIR",
         envvar=WAREHOUSE_ENV,
-        callback=_warehouse,
+        callback=inherit_warehouse,
         help=_WAREHOUSE_HELP,
     )
     return option(f)
@@ -165,7 +165,7 @@ def global_options(f: F) -> F:
         metavar="DIR",
         envvar=WAREHOUSE_ENV,
         expose_value=False,
-        callback=_warehouse,
+        callback=inherit_warehouse,
         help="Warehouse of the tables that commands name as 'db.table' (also after the "
         "command). Default: $SHOAL_WAREHOUSE.",
     )

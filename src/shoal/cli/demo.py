@@ -21,7 +21,7 @@ import click
 from rich.progress import Progress
 
 from shoal.catalog import Catalog
-from shoal.cli.common import master_option, output, output_option
+from shoal.cli.common import inherit_warehouse, master_option, output, output_option
 from shoal.cli.demo_run import (
     TABLE,
     DemoConfig,
@@ -43,6 +43,7 @@ from shoal.cli.sparkio import spark_session
     "-w",
     "--warehouse",
     metavar="DIR",
+    callback=inherit_warehouse,
     help="An empty folder for the demo's warehouse (default: a new temporary folder, "
     "printed and kept for you to explore).",
 )
