@@ -5,6 +5,9 @@ and without copies of the batches read."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import duckdb
@@ -131,3 +134,36 @@ def test_pandas_frames_keep_their_values(events_table: shoal.Table) -> None:
     frame = events_table.to_pandas(filter=[("id", "=", 2)])
     assert isinstance(frame, pd.DataFrame)
     assert frame.to_dict("records") == [{"dt": "2026-11-01", "id": 2, "name": "n2", "value": 1.0}]
+
+
+def test_without_pandas_or_polars_the_error_names_the_extra(events_table: shoal.Table) -> None:
+    """In a process where pandas and polars cannot be imported (as without the extras),
+    to_pandas and to_polars raise MissingDependencyError naming the extra."""
+    events_table.append(events(range(2)))
+    script = textwrap.dedent(
+        f"""
+        import sys
+
+        class Absent:  # finds pandas and polars nowhere, as where they are not installed
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("pandas", "polars"):
+                    raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+
+        sys.meta_path.insert(0, Absent())
+        import shoal
+        table = shoal.open_table({events_table.path!r})
+        assert table.to_arrow().num_rows == 2
+        for method, extra in (("to_pandas", "pandas"), ("to_polars", "polars")):
+            try:
+                getattr(table, method)()
+            except shoal.MissingDependencyError as error:
+                assert error.extra == extra, error
+                assert f"shoal[{{extra}}]" in str(error), error
+            else:
+                raise AssertionError(method + " worked without " + extra)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
