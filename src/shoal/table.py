@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -23,6 +23,7 @@ from shoal.core.schema_change import SchemaChange
 from shoal.core.schema_manager import SchemaManager
 from shoal.core.schema_update import SchemaUpdate, changes_build, commit_schema
 from shoal.core.store import FileStore
+from shoal.core.time_travel import timestamp_millis
 from shoal.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
@@ -500,12 +501,17 @@ class Table:
         columns: Sequence[str] | None = None,
         filter: Any = None,
         read_optimized: bool = False,
+        timestamp: datetime | str | None = None,
     ) -> Scan:
-        """Plan a read; at most one of snapshot_id, tag and timestamp_ms.
+        """Plan a read; at most one of snapshot_id, tag and a time (``timestamp``: a
+        datetime or ISO 8601 string, naive meaning UTC; or ``timestamp_ms``).
 
-        ``filter`` is pyarrow-style DNF and filters rows exactly; ``read_optimized``
-        selects the view without merging, which for an append table is every file.
+        ``filter`` (DNF tuples, a ``pyarrow.compute.Expression`` or text such as
+        ``"id > 1 and dt = '2026-11-01'"``) prunes files and filters rows exactly;
+        ``read_optimized`` selects the view without merging, which for an append
+        table is every file.
         """
+        timestamp_ms = timestamp_millis(timestamp, timestamp_ms)
         snapshot = self._resolve(snapshot_id, tag, timestamp_ms)
         latest = snapshot_id is None and tag is None and timestamp_ms is None
         schema = read_schema(self._store, snapshot, latest=latest)
@@ -536,6 +542,7 @@ class Table:
         columns: Sequence[str] | None = None,
         filter: Any = None,
         read_optimized: bool = False,
+        timestamp: datetime | str | None = None,
     ) -> pa.Table:
         """Rows of the latest snapshot, or of the one chosen by time travel."""
         return self.scan(
@@ -545,6 +552,7 @@ class Table:
             columns=columns,
             filter=filter,
             read_optimized=read_optimized,
+            timestamp=timestamp,
         ).to_arrow()
 
     # --- Arrow out ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -83,9 +84,17 @@ def to_tree(expression: pc.Expression, schema: pa.Schema) -> Node:
         ) from None
     literals = call.literals()
     choices = [lit.candidates for lit in literals]
-    if any(not c for c in choices) or _product_size(choices) > _MAX_REBUILDS:
+    if any(not c for c in choices):
         raise _unconfirmed(text)
-    for picked in itertools.product(*choices):
+    # First every literal as Python's value makes it, then as its column's type; only
+    # then, when few enough, each mix of the two.
+    attempts: Iterable[tuple[pa.Scalar, ...]] = [
+        tuple(c[0] for c in choices),
+        tuple(c[1] if len(c) > 1 else c[0] for c in choices),
+    ]
+    if _product_size(choices) <= _MAX_REBUILDS:
+        attempts = itertools.chain(attempts, itertools.product(*choices))
+    for picked in attempts:
         for lit, scalar in zip(literals, picked, strict=True):
             lit.chosen = scalar
         if call.build().equals(expression):
