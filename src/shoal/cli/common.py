@@ -75,19 +75,24 @@ _OUTPUT_HELP = (
 def output_option(f: F) -> F:
     """``-o/--output table|json|csv`` (also the environment variable SHOAL_OUTPUT), and
     ``-v``: both also before the command."""
-    option = click.option(
+    option = _output_flag(_OUTPUT_HELP, show_default=True)
+    return option(verbose_option(f))
+
+
+def _output_flag(help_text: str, *, show_default: bool = False) -> Callable[[F], F]:
+    """``-o/--output``, which sets the output mode as soon as click reads it."""
+    return click.option(
         "-o",
         "--output",
         type=click.Choice(MODES),
         default="table",
-        show_default=True,
+        show_default=show_default,
         envvar=OUTPUT_ENV,
         expose_value=False,
         is_eager=True,
         callback=_set_output,
-        help=_OUTPUT_HELP,
+        help=help_text,
     )
-    return option(verbose_option(f))
 
 
 def configure_logging(verbose: int) -> None:
@@ -148,17 +153,7 @@ def warehouse_option(f: F) -> F:
 def global_options(f: F) -> F:
     """The group's ``--output``, ``--warehouse`` and ``-v``, which every command also
     takes after its name."""
-    output_flag = click.option(
-        "-o",
-        "--output",
-        type=click.Choice(MODES),
-        default="table",
-        envvar=OUTPUT_ENV,
-        expose_value=False,
-        is_eager=True,
-        callback=_set_output,
-        help=_OUTPUT_HELP + " Also after the command.",
-    )
+    output_flag = _output_flag(_OUTPUT_HELP + " Also after the command.")
     warehouse_flag = click.option(
         "-w",
         "--warehouse",
