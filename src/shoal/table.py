@@ -47,6 +47,7 @@ from shoal.read.incremental import (
     read_changelog,
 )
 from shoal.read.system_tables import AUDIT_LOG, NEEDS_SNAPSHOT, system_table
+from shoal.row_ops import delete_where, update_where
 from shoal.scan import Scan, read_schema
 from shoal.transaction import Transaction, merge_new_columns, partition_scope
 from shoal.write.commit import WHOLE_TABLE, FileStoreCommit
@@ -189,6 +190,25 @@ class Table:
                 "'ignore-delete' = 'true' to accept deletes and ignore them"
             )
         return self._transaction().write(keys, kind=kv.DELETE)
+
+    def delete_where(self, filter: Any) -> Snapshot:
+        """Delete the rows matching ``filter`` (DNF tuples, a pyarrow Expression or
+        text, as for :meth:`scan`) in one atomic commit.
+
+        An append table rewrites only the files holding a matching row (one OVERWRITE
+        snapshot deleting each and adding its remainder); a file replaced by a
+        concurrent commit meanwhile raises CommitConflictError, nothing committed. A
+        primary-key table writes deletes for the keys of the matching rows.
+        """
+        return delete_where(self._transaction(), filter).snapshot
+
+    def update_where(self, filter: Any, set: Mapping[str, Any]) -> Snapshot:
+        """Set columns of the rows matching ``filter`` to the Python values of ``set``
+        (each cast exactly to its column's type, else InvalidArgumentError) in one
+        atomic commit, rewriting files as :meth:`delete_where` does (append tables) or
+        upserting the changed rows (primary-key tables). Primary-key and partition
+        columns cannot be set."""
+        return update_where(self._transaction(), filter, set).snapshot
 
     def _require_primary_key(self, what: str) -> None:
         if not self._store.is_primary_key:
