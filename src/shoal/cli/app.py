@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from shoal import __version__
-from shoal.cli import alter, demo, ingest, maintenance, read, schema, tables, tags
+from shoal.cli import alter, demo, ingest, maintenance, read, rows, schema, tables, tags
 from shoal.cli.common import global_options, output_of
 from shoal.cli.exit_codes import MEANINGS, exit_code_for
 from shoal.cli.messages import cli_message, hint
@@ -112,6 +112,7 @@ cli.add_command(tables.snapshots)
 cli.add_command(tables.system)
 cli.add_command(tags.tag_group)
 cli.add_command(read.read)
+cli.add_command(rows.delete)
 cli.add_command(maintenance.compact)
 cli.add_command(maintenance.freshness)
 cli.add_command(maintenance.expire_snapshots)
