@@ -36,7 +36,8 @@ def delete(*, table: str, warehouse: str | None, where: str) -> None:
     out.result(
         {"snapshot_id": result.snapshot.id, "rows_deleted": result.rows},
         lambda: out.print(
-            f"deleted {result.rows:,} rows of {table_label(opened)} in snapshot "
+            f"deleted {result.rows:,} row{'' if result.rows == 1 else 's'} of "
+            f"{table_label(opened)} in snapshot "
             f"{result.snapshot.id}"
         ),
     )
