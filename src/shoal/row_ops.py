@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from shoal import options as O
 from shoal.core import deletion_vectors as DVS
 from shoal.core import kv
 from shoal.core import predicate as P
@@ -100,11 +101,12 @@ def prepare(
     latest = store.snapshots.latest()
     schema = read_schema(store, latest, latest=True)
     types = {f.name: f.type for f in schema.fields}
-    if raw_filter is None:
-        raise InvalidArgumentError(
-            f"{what} needs a filter; to remove every row use overwrite with no rows"
-        )
     dnf = P.parse_filter(raw_filter, types)
+    if dnf is None:
+        raise InvalidArgumentError(
+            f"{what} got an empty filter, which would match every row; name the rows "
+            "(to remove every row use overwrite with no rows)"
+        )
     arrow_schema = schema.arrow_schema()
     scalars = None if values is None else _scalars(store, arrow_schema, dict(values))
     if store.is_primary_key:
@@ -131,14 +133,14 @@ def _rewrite_files(
     transaction: Transaction,
     latest: Snapshot | None,
     schema: Any,
-    dnf: P.Dnf | None,
+    dnf: P.Dnf,
     scalars: dict[str, pa.Scalar] | None,
 ) -> Prepared:
     """Each live file that may match, read whole; those with a matching row replaced
     by their remainder (or their rows with the values set)."""
     store = transaction.store
     entries = [] if latest is None else live_entries(store, latest, dnf, target=schema)
-    expression = P.to_expression(dnf) if dnf is not None else pc.scalar(True)
+    expression = P.to_expression(dnf)
     writer = AppendWriter(store)
     deleted: list[CommitMessage] = []
     changed = 0
@@ -239,6 +241,12 @@ def _check_engine(store: FileStore, what: str, values: Mapping[str, Any] | None)
             f"{what} on {name}: the {settings.engine} merge engine combines or keeps rows "
             "so that rewriting them would not delete or update them; use overwrite",
             feature=f"merge-engine={settings.engine}",
+        )
+    if store.options.get(O.ROWKIND_FIELD):
+        raise UnsupportedFeatureError(
+            f"{what} on {name}: a table with 'rowkind.field' takes each row's kind from "
+            "that column, so the rows written back would not be deletes or upserts",
+            feature="rowkind.field",
         )
     if settings.sequence_field is not None:
         raise UnsupportedFeatureError(

@@ -113,6 +113,16 @@ def test_update_refusals(catalog: shoal.Catalog, values: dict, match: str) -> No
     assert table.latest_snapshot() == latest
 
 
+@pytest.mark.parametrize("empty", [None, [], ""])
+def test_empty_filters_are_refused(events_table: shoal.Table, empty: object) -> None:
+    events_table.append(events(range(3)))
+    latest = events_table.latest_snapshot()
+    with pytest.raises(shoal.ShoalError):
+        events_table.delete_where(empty)
+    assert events_table.latest_snapshot() == latest
+    assert _ids(events_table) == [0, 1, 2]
+
+
 def test_lossy_values_are_refused(catalog: shoal.Catalog) -> None:
     schema = pa.schema([("id", pa.int64()), ("small", pa.int8()), ("f", pa.float32())])
     table = catalog.create_table("db.l", schema)
@@ -149,6 +159,7 @@ def test_primary_key_delete_and_update(catalog: shoal.Catalog) -> None:
         ({"merge-engine": "first-row"}, True),
         ({"merge-engine": "partial-update"}, False),
         ({"merge-engine": "deduplicate", "ignore-delete": "true"}, False),
+        ({"rowkind.field": "name"}, False),
         ({"sequence.field": "value"}, True),
     ],
 )
@@ -156,7 +167,10 @@ def test_engines_refused(catalog: shoal.Catalog, options: dict, update: bool) ->
     table = catalog.create_table(
         "db.e", EVENTS_SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"], options=options
     )
-    table.upsert(events(range(3)))
+    rows = events(range(3))
+    if "rowkind.field" in options:
+        rows = rows.set_column(2, "name", pa.array(["+I"] * 3))
+    table.upsert(rows)
     latest = table.latest_snapshot()
     values = {"name": "y"} if update else None
     with pytest.raises(UnsupportedFeatureError):
