@@ -1,6 +1,7 @@
 """A model test of delete_where and update_where: random writes, deletes and updates
 with random predicates on an append table (a list of rows) and a primary-key table (a
-dict by key); the table's rows equal the model's after every step."""
+dict by key), some of them racing another writer that writes between their read and
+their commit; the table's rows equal the model's after every step."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import shoal
+from shoal import row_ops
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])
 OPS: dict[str, Callable[[Any, Any], bool]] = {
@@ -34,6 +36,13 @@ steps = st.lists(
         st.tuples(st.just("write"), rows),
         st.tuples(st.just("delete"), predicates),
         st.tuples(st.just("update"), predicates, st.one_of(st.none(), st.integers(0, 9))),
+        st.tuples(
+            st.just("race"),
+            predicates,
+            st.one_of(st.none(), st.integers(0, 9)),
+            st.booleans(),
+            rows,
+        ),
     ),
     min_size=1,
     max_size=6,
@@ -61,19 +70,47 @@ def _check(primary_key: bool, plan: list[tuple[Any, ...]]) -> None:
             primary_keys=["id"] if primary_key else (),
             options={"bucket": "2"} if primary_key else {},
         )
+        other = shoal.Table.open(table.path)
         model: list[tuple[int, int | None]] = []
+
+        def write(writer: shoal.Table, written: list[tuple[int, int | None]]) -> None:
+            nonlocal model
+            writer.append(
+                pa.table(
+                    {"id": [r[0] for r in written], "v": [r[1] for r in written]}, schema=SCHEMA
+                )
+            )
+            if primary_key:
+                merged = dict(model)
+                merged.update(dict(written))
+                model = list(merged.items())
+            else:
+                model.extend(written)
+
         for step in plan:
             if step[0] == "write":
-                batch = pa.table(
-                    {"id": [r[0] for r in step[1]], "v": [r[1] for r in step[1]]}, schema=SCHEMA
+                write(table, step[1])
+            elif step[0] == "race":
+                # read and write the delete (or update), let the other writer commit
+                # its rows, then commit: those rows were not read, so they stay as
+                # written; a key they share with a matched row takes the later commit
+                _, dnf, value, update, written = step
+                prepared = row_ops.prepare(
+                    table._transaction(), dnf, {"v": value} if update else None
                 )
-                table.append(batch)
+                matched = [r for r in model if _matches(r, dnf)]
+                write(other, written)
+                prepared.commit()
                 if primary_key:
-                    merged = dict(model)
-                    merged.update(dict(step[1]))
-                    model = list(merged.items())
+                    keys = {r[0] for r in matched}
+                    model = [r for r in model if r[0] not in keys]
+                    if update:
+                        model += [(r[0], value) for r in matched]
                 else:
-                    model.extend(step[1])
+                    for r in matched:
+                        model.remove(r)
+                    if update:
+                        model += [(r[0], value) for r in matched]
             elif step[0] == "delete":
                 table.delete_where(step[1])
                 model = [r for r in model if not _matches(r, step[1])]
@@ -83,13 +120,13 @@ def _check(primary_key: bool, plan: list[tuple[Any, ...]]) -> None:
             assert _table_rows(table) == sorted(model, key=repr), step
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan=steps)
 def test_append_table_follows_the_model(plan: list[tuple[Any, ...]]) -> None:
     _check(False, plan)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan=steps)
 def test_primary_key_table_follows_the_model(plan: list[tuple[Any, ...]]) -> None:
     _check(True, plan)
