@@ -144,15 +144,18 @@ def _rewrite_files(
     writer = AppendWriter(store)
     deleted: list[CommitMessage] = []
     changed = 0
+    used = P.columns_of(dnf)
+    filter_columns = [name for name in schema.field_names if name in used]
     for entry in entries:
         assert latest is not None
         splits = make_splits(store, latest.id, [entry], schema=schema)
-        table = read_table(store, splits, schema, None, None)
-        mask = _matches(table, expression)
+        # the filter's columns first: a file without a matching row is read no further
+        mask = _matches(read_table(store, splits, schema, filter_columns, None), expression)
         hits = int(np.count_nonzero(mask))
         if hits == 0:
             continue
         changed += hits
+        table = read_table(store, splits, schema, None, None)
         if scalars is None:
             rest = table.filter(pa.array(~mask))
         else:
