@@ -86,6 +86,8 @@ def test_filter_on_a_column_left_out_of_the_projection(three_days: shoal.Table) 
         [("id", "in", 5)],
         [("id", "<", None)],
         [("id", "=", "not a number")],
+        [[]],
+        [[("id", "=", 1)], []],
     ],
 )
 def test_invalid_filters_are_refused(three_days: shoal.Table, bad: object) -> None:

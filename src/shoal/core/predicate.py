@@ -87,6 +87,11 @@ def parse_filter(raw: Any, types: dict[str, T.DataType]) -> Dnf | None:
             "filter mixes terms and lists: use a flat list of tuples (AND) or a list of "
             "lists of tuples (OR of ANDs)"
         )
+    if any(not group for group in groups):
+        raise InvalidFilterError(
+            "filter holds an empty list of conditions; leave the filter out to read "
+            "every row"
+        )
     return tuple(tuple(_parse_term(t, types) for t in group) for group in groups)
 
 
