@@ -89,8 +89,7 @@ def parse_filter(raw: Any, types: dict[str, T.DataType]) -> Dnf | None:
         )
     if any(not group for group in groups):
         raise InvalidFilterError(
-            "filter holds an empty list of conditions; leave the filter out to read "
-            "every row"
+            "filter holds an empty list of conditions; leave the filter out to read every row"
         )
     return tuple(tuple(_parse_term(t, types) for t in group) for group in groups)
 
