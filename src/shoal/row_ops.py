@@ -1,7 +1,8 @@
 """Row-level deletes and updates by a filter, each one atomic commit.
 
-Append tables: the live files whose statistics may match the filter are read whole
-(each with its own schema, mapped to the table's); a file with a matching row is
+Append tables: the live files whose statistics may match the filter are read for
+the filter's columns, and whole (each with its own schema, mapped to the table's)
+only when a row matches; a file with a matching row is
 replaced in one OVERWRITE commit by its rewritten remainder (DELETE of the file, ADD
 of the new one), and the files without one are left as they are. The commit checks
 that every file it replaces is still live, so a concurrent compaction or overwrite
