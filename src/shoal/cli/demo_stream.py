@@ -112,9 +112,10 @@ class DemoStreams:
                 continue
             started = _epoch_seconds(progress["timestamp"])
             ends.append((end, started + progress["batchDuration"] / 1000.0))
+        ends.sort()
         lags = []
         for snapshot_id in self._ingested:
-            read_at = next((t for end, t in sorted(ends) if end >= snapshot_id), None)
+            read_at = next((t for end, t in ends if end >= snapshot_id), None)
             if read_at is not None:
                 committed = self.table.snapshot(snapshot_id).time_millis / 1000.0
                 lags.append(max(0.0, read_at - committed))

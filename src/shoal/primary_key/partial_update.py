@@ -29,21 +29,14 @@ import pyarrow.compute as pc
 
 from shoal.core import kv
 from shoal.core.kv import FieldFunction, MergeSettings, SequenceGroup
+from shoal.core.merge_engine import RETRACTABLE
 from shoal.errors import InvalidInputDataError, UnsupportedFeatureError
 from shoal.primary_key.aggregates import Groups, aggregate, column, pick, take
 from shoal.primary_key.ordering import as_numbers
 from shoal.primary_key.sketch_aggregates import SKETCHES, sketch_union
 
 # Functions that take retractions inside a group (the others need ignore-retract).
-RETRACTING = {
-    "sum",
-    "product",
-    "last_value",
-    "last_non_null_value",
-    "collect",
-    "merge_map",
-    "nested_update",
-}
+RETRACTING = RETRACTABLE - {"primary-key"}
 
 
 def merge(
