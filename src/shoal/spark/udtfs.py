@@ -9,6 +9,10 @@ Python source, so :func:`register_functions` registers Python UDTFs in the sessi
     SELECT * FROM shoal_expire_snapshots('/data/wh/db.db/events', 10)
     SELECT * FROM shoal_remove_orphan_files('/data/wh/db.db/events', '2026-11-01T00:00', false)
     SELECT * FROM shoal_compact('/data/wh/db.db/events', 'full')
+    SELECT * FROM shoal_delete_where('/data/wh/db.db/events', "dt = '2026-11-01'")
+
+The row-level functions (``shoal_delete_where``, ``shoal_update_where``) are in
+:mod:`shoal.spark.row_functions`.
 
 The metadata functions return the table's system table of that name
 (``Table.system_table``); ``shoal_freshness`` returns the one row of
@@ -40,6 +44,12 @@ from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, UserDefinedTableFun
 
 from shoal.errors import InvalidArgumentError
 from shoal.event_time.freshness import Freshness
+from shoal.spark.row_functions import (
+    DELETE_RESULT,
+    UPDATE_RESULT,
+    DeleteWhereFunction,
+    UpdateWhereFunction,
+)
 from shoal.table import Table
 
 __all__ = [
@@ -65,6 +75,8 @@ def register_functions(spark: SparkSession) -> None:
         ("shoal_expire_snapshots", ExpireSnapshotsFunction, EXPIRE_RESULT),
         ("shoal_remove_orphan_files", RemoveOrphanFilesFunction, ORPHANS_RESULT),
         ("shoal_compact", CompactFunction, COMPACT_RESULT),
+        ("shoal_delete_where", DeleteWhereFunction, DELETE_RESULT),
+        ("shoal_update_where", UpdateWhereFunction, UPDATE_RESULT),
     ):
         # Given a class, udtf() returns the function itself (Spark Connect's own class of
         # it under a Connect session), not a decorator.
