@@ -1,5 +1,6 @@
 """``python -m bench``: the small-appends, time-travel, primary-key, cleanup (snapshot expiration,
-orphan files), event-time, Spark, streaming and scale benchmarks; ``--quick`` for a short run,
+orphan files), event-time, Spark, streaming, scale and ecosystem (row-level operations
+against deltalake, DuckDB over the Arrow stream) benchmarks; ``--quick`` for a short run,
 ``--workload`` for one of them."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ STREAMING = "streaming"
 SCALE = "scale"
 TIME_TRAVEL = "time-travel"
 DELETION_VECTORS = "deletion-vectors"
+ECOSYSTEM = "ecosystem"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
             SPARK,
             STREAMING,
             SCALE,
+            ECOSYSTEM,
         ],
         default="all",
         help="run only this workload (default all; the report then holds only it)",
@@ -174,13 +177,16 @@ def main(argv: list[str] | None = None) -> int:
         SPARK,
         STREAMING,
         SCALE,
+        ECOSYSTEM,
     ]
     workloads = everything if args.workload == "all" else [args.workload]
     python = None if args.no_pypaimon else paimon_env.ensure_pypaimon()
     cleanup = EXPIRE in workloads or ORPHANS in workloads
     if cleanup and args.cleanup_commits <= 20:
         raise SystemExit("--cleanup-commits must be more than 20 (some of them overwrite)")
-    with_delta = (cleanup or TIME_TRAVEL in workloads) and not args.no_deltalake
+    with_delta = (
+        cleanup or TIME_TRAVEL in workloads or ECOSYSTEM in workloads
+    ) and not args.no_deltalake
     delta_python = delta_env.ensure_deltalake() if with_delta else None
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="shoal-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -299,6 +305,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             sections.append(render_scale(scale_done))
             dump[SCALE] = scale.to_json(scale_done)
+        if ECOSYSTEM in workloads:
+            from bench import ecosystem
+            from bench.ecosystem_report import ecosystem_ratios, render_ecosystem
+
+            eco_done = ecosystem.run(
+                ecosystem.EcoConfig.sized(args.quick, args.seed, workdir, delta_python)
+            )
+            sections.append(render_ecosystem(eco_done))
+            dump[ECOSYSTEM] = {**eco_done, "ratios": _ratios_json(ecosystem_ratios(eco_done))}
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
