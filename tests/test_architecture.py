@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("shoal.read",),
     ("shoal.compaction",),
     ("shoal.cleanup",),
-    ("shoal.transaction", "shoal.scan", "shoal.row_ops"),
+    ("shoal.transaction", "shoal.scan", "shoal.row_ops", "shoal.row_merge"),
     ("shoal.table",),
     ("shoal.catalog",),
     ("shoal",),  # the package's face: the public names

@@ -103,23 +103,7 @@ class Transaction:
         if store.is_primary_key:
             keyed = KeyValueWriter(store, store.merge_settings, changelog=overwrite is None)
             keyed.write(data, kind)
-            buckets = keyed.buckets
-
-            def sequence(latest: Snapshot | None) -> Sequenced:
-                nonlocal buckets
-                if not keyed.dynamic:
-                    messages = keyed.prepare_commit(next_sequences(store, latest, buckets))
-                    self._check_scope(messages, overwrite)
-                    return Sequenced(messages)
-                index = BucketIndex(store, latest, fresh=overwrite)
-                assigned = keyed.assign(index)
-                buckets = list(assigned)
-                messages = keyed.prepare_commit(next_sequences(store, latest, buckets), assigned)
-                self._check_scope(messages, overwrite)
-                base = None if overwrite is not None else index.base()
-                return Sequenced(messages, tuple(index.write_changes()), base)
-
-            snapshot = self.commit_sequenced(sequence, overwrite=overwrite)
+            snapshot, buckets = self.commit_keyed(keyed, overwrite=overwrite)
         else:
             writer = AppendWriter(store)
             writer.write(data)
@@ -129,6 +113,31 @@ class Transaction:
             buckets = []
         self.after_commit(buckets, compact=overwrite is None)
         return snapshot
+
+    def commit_keyed(
+        self, keyed: KeyValueWriter, *, overwrite: OverwriteScope | None = None
+    ) -> tuple[Snapshot, list[BucketKey]]:
+        """Commit the rows ``keyed`` buffered (of any row kinds) as one primary-key
+        write; returns the snapshot and the buckets written (for :meth:`after_commit`)."""
+        store = self.store
+        buckets = keyed.buckets
+
+        def sequence(latest: Snapshot | None) -> Sequenced:
+            nonlocal buckets
+            if not keyed.dynamic:
+                messages = keyed.prepare_commit(next_sequences(store, latest, buckets))
+                self._check_scope(messages, overwrite)
+                return Sequenced(messages)
+            index = BucketIndex(store, latest, fresh=overwrite)
+            assigned = keyed.assign(index)
+            buckets = list(assigned)
+            messages = keyed.prepare_commit(next_sequences(store, latest, buckets), assigned)
+            self._check_scope(messages, overwrite)
+            base = None if overwrite is not None else index.base()
+            return Sequenced(messages, tuple(index.write_changes()), base)
+
+        snapshot = self.commit_sequenced(sequence, overwrite=overwrite)
+        return snapshot, buckets
 
     def drop(self, scope: OverwriteScope) -> Snapshot:
         """Remove the partitions ``scope`` accepts in one OVERWRITE commit of DELETE
