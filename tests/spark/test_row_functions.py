@@ -16,6 +16,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 import shoal
+import shoal.spark
 from shoal.errors import InvalidArgumentError
 from shoal.spark.row_functions import column_values, parse_set
 from shoal.spark.udtfs import register_functions
@@ -218,3 +219,105 @@ def test_set_is_a_json_object_read_exactly() -> None:
 def test_set_refuses_anything_else(text: Any) -> None:
     with pytest.raises(InvalidArgumentError):
         parse_set(text)
+
+
+# --- merge from a DataFrame ------------------------------------------------------------------
+def _source() -> pa.Table:
+    """Changes for ids 3, 4 (matched; 4 with a negative n), 8 (new) of DAY1."""
+    rows = _rows([3, 4, 8], DAY1)
+    return rows.set_column(3, SCHEMA.field("n"), pa.array([10.0, -1.0, 4.0]))
+
+
+def _merged(builder: Any) -> Any:
+    return (
+        builder.when_matched_delete(source_condition="n < 0")
+        .when_matched_update()
+        .when_not_matched_insert()
+        .execute()
+    )
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["append", "primary-key"])
+def test_merge_from_a_dataframe_as_the_table_method(
+    spark: SparkSession, tmp_path: Path, keyed: bool
+) -> None:
+    one = _table(tmp_path / "one", keyed=keyed)
+    two = _copy(one, tmp_path / "two")
+    frame = spark.createDataFrame(_source())
+
+    got = _merged(shoal.spark.merge(frame, two.path, on=["dt", "id"]))
+    local = _merged(one.merge(_source(), on=["dt", "id"]))
+
+    assert (got.rows, got.updated, got.deleted, got.inserted) == (3, 1, 1, 1)
+    assert (got.rows, got.updated, got.deleted, got.inserted) == (
+        local.rows,
+        local.updated,
+        local.deleted,
+        local.inserted,
+    )
+    assert (got.snapshot.id, got.snapshot.commit_kind) == (3, local.snapshot.commit_kind)
+    assert [s.id for s in shoal.open_table(two.path).snapshots()] == [1, 2, 3]
+    rows = _sorted(shoal.open_table(two.path).to_arrow())
+    assert rows == _sorted(one.to_arrow())
+    assert [(r["id"], r["n"]) for r in rows if r["dt"] == DAY1] == [
+        (1, 0.5),
+        (2, 1.0),
+        (3, 10.0),
+        (8, 4.0),
+    ]
+
+
+def test_merge_with_an_open_table_and_named_values(spark: SparkSession, tmp_path: Path) -> None:
+    table = _table(tmp_path, keyed=False)
+    frame = spark.createDataFrame([(DAY2, 5, "five")], "dt string, id bigint, label string")
+
+    result = (
+        shoal.spark.merge(frame, table, on=["dt", "id"])
+        .when_matched_update(set={"v": "label"}, condition="n > 1")
+        .execute()
+    )
+
+    assert (result.updated, result.inserted) == (1, 0)
+    (row,) = table.to_arrow(filter="id = 5").to_pylist()
+    assert row["v"] == "five"
+
+
+def test_merge_arguments_are_refused_before_any_change(spark: SparkSession, tmp_path: Path) -> None:
+    table = _table(tmp_path, keyed=True)
+    rows = _sorted(table.to_arrow())
+    frame = spark.createDataFrame(_source())
+    twice = spark.createDataFrame(pa.concat_tables([_source(), _source()]))
+    refusals = [
+        (lambda: shoal.spark.merge(_source(), table.path, on=["id"]), "Spark DataFrame"),  # type: ignore[arg-type]
+        (lambda: shoal.spark.merge(frame, table.path, on="id"), "list of column names"),
+        (lambda: shoal.spark.merge(frame, table.path, on=[]), "list of column names"),
+        (lambda: shoal.spark.merge(frame, table.path, on=["nope"]), "source has no column"),
+        (lambda: shoal.spark.merge(frame, 3, on=["id"]), "path or a shoal.Table"),  # type: ignore[arg-type]
+        (lambda: shoal.spark.merge(frame, table.path, on=["dt", "id"]).execute(), "clause"),
+        (
+            lambda: shoal.spark.merge(frame, table.path, on=["v"]).when_matched_delete().execute(),
+            "primary key",
+        ),
+        (
+            lambda: (
+                shoal.spark.merge(twice, table.path, on=["dt", "id"])
+                .when_matched_update()
+                .execute()
+            ),
+            "multiple source rows",
+        ),
+        (
+            lambda: (
+                shoal.spark.merge(frame, table.path, on=["dt", "id"])
+                .when_matched_update(set={"nope": "v"})
+                .execute()
+            ),
+            "not a column",
+        ),
+    ]
+    for call, message in refusals:
+        with pytest.raises(InvalidArgumentError, match=message):
+            call()
+    table = shoal.open_table(table.path)
+    assert [s.id for s in table.snapshots()] == [1, 2]
+    assert _sorted(table.to_arrow()) == rows
