@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 
 from shoal.core import deletion_vectors as DVS
 from shoal.core import predicate as P
@@ -23,7 +24,13 @@ from shoal.errors import (
 )
 from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
-from shoal.read.files import merged_batches, read_batches, read_merged, read_table
+from shoal.read.files import (
+    merged_batches,
+    plain_dataset,
+    read_batches,
+    read_merged,
+    read_table,
+)
 from shoal.read.frames import batch_reader, to_pandas, to_polars
 
 logger = logging.getLogger(__name__)
@@ -181,6 +188,19 @@ class Scan:
         """The schema of the rows the stream gives (the selected ``columns``; ``schema``
         is the whole table's), for consumers that bind before they read."""
         return self._rows_schema().__arrow_c_schema__()
+
+    def plain_dataset(self) -> ds.Dataset | None:
+        """The read as a ``pyarrow.dataset`` of the planned Parquet files, when it is
+        exactly that: an append table's files read as they are (no deleted rows, no
+        file written under another schema, no column whose type a read converts, a
+        filter only on the columns read, applied as the dataset's filter). Else None.
+        DuckDB pushes its projection and filters into such a dataset; a stream gives
+        it every column. A file of it that expiration deletes fails the consumer's
+        read with the consumer's own error (a scan replans or raises
+        CorruptDataFileError)."""
+        if self.merging or self._store.is_primary_key:
+            return None
+        return plain_dataset(self._store, self.plan(), self.table_schema, self.columns, self._dnf)
 
     def to_pandas(self, **options: Any) -> Any:
         """The rows as a pandas DataFrame (``options`` go to ``pa.Table.to_pandas``);

@@ -474,6 +474,36 @@ def read_batches(
         )
 
 
+def plain_dataset(
+    store: FileStore,
+    splits: Sequence[DataSplit],
+    target: TableSchema,
+    columns: Sequence[str] | None,
+    dnf: P.Dnf | None,
+) -> ds.Dataset | None:
+    """The read of ``splits`` (append files) as one ``pyarrow.dataset`` of their Parquet
+    files with ``columns`` of ``target`` and the rows ``dnf`` keeps, when that dataset
+    gives exactly the rows :func:`read_batches` gives (in another order): no file with
+    deleted rows, all written with the target's columns, in types read as they are
+    stored (no cast of times or timestamps to their table unit), a filter only on
+    columns read. Else None."""
+    if not splits or any(s.deletion_files for s in splits):
+        return None
+    projected = _project(target.arrow_schema(), columns)
+    if dnf is not None and not set(P.columns_of(dnf)) <= set(projected.names):
+        return None
+    groups = _groups(store, splits, target)
+    if len(groups) != 1 or groups[0].mapping is not None or groups[0].deletions is not None:
+        return None
+    paths = groups[0].paths
+    if not all(p.endswith(".parquet") for p in paths):
+        return None
+    if not parquet.read_schema(projected).equals(projected):
+        return None
+    dataset = ds.dataset(paths, schema=projected, format=_FORMAT, filesystem=store.file_io.fs)
+    return dataset if dnf is None else dataset.filter(P.to_expression(dnf))
+
+
 def _masked_batches(
     file_io: FileIO,
     group: _Group,
