@@ -476,18 +476,25 @@ def _new_rows(
     return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in arrow]))
 
 
-def _inserts(context: _Context, matched: np.ndarray) -> tuple[list[pa.Table], int]:
-    """The rows the insert clauses write for the source rows not ``matched``."""
+def _inserts(context: _Context, matched: np.ndarray) -> tuple[pa.Table | None, int]:
+    """The rows the insert clauses write for the source rows not ``matched``, in the
+    source's order (on a primary-key table the last row of a key wins, as in a write)."""
     if not any(c.action == "insert" for c in context.clauses):
-        return [], 0
+        return None, 0
     rows = context.source.filter(pa.array(~matched))
     choice = _choose(context, {"insert"}, None, rows)
-    out, count = [], 0
+    parts, positions = [], []
+    schema = pa.schema([f.with_nullable(True) for f in context.arrow])
     for index in np.unique(choice[choice >= 0]).tolist():
-        chosen = rows.filter(pa.array(choice == index))
-        out.append(_new_rows(context, context.clauses[index], None, chosen))
-        count += chosen.num_rows
-    return out, count
+        chosen = choice == index
+        new = _new_rows(context, context.clauses[index], None, rows.filter(pa.array(chosen)))
+        parts.append(new.cast(schema))
+        positions.append(np.flatnonzero(chosen))
+    if not parts:
+        return None, 0
+    order = np.argsort(np.concatenate(positions), kind="stable")
+    inserted = pa.concat_tables(parts).take(pa.array(order))
+    return inserted, inserted.num_rows
 
 
 # --- append tables -----------------------------------------------------------------------------
@@ -558,9 +565,9 @@ def _merge_files(
                 entry.partition, entry.bucket, entry.total_buckets, deleted_files=(entry.file,)
             )
         )
-    for rows_table in inserts:
-        writer.write(rows_table)
-    if messages or inserts:
+    if inserts is not None:
+        writer.write(inserts)
+    if messages or inserts is not None:
         messages += writer.prepare_commit()
     return PreparedMerge(
         transaction, (updated, deleted, inserted), tuple(messages), replaces=bool(found)
@@ -620,8 +627,8 @@ def _merge_keyed(
         _check_partial_nulls(store, new, context, clause.values)
         keyed.write(new)
         updated += new.num_rows
-    for table in inserts:
-        keyed.write(table)
+    if inserts is not None:
+        keyed.write(inserts)
     return PreparedMerge(transaction, (updated, deleted, inserted), keyed=keyed)
 
 
