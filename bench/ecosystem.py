@@ -184,7 +184,7 @@ def _shoal_merge(path: str, source: pa.Table) -> dict[str, Any]:
     start = time.perf_counter()
     (
         shoal.open_table(path)
-        .merge(source, on=[KEY])  # type: ignore[attr-defined]
+        .merge(source, on=[KEY])
         .when_matched_update()
         .when_not_matched_insert()
         .execute()
