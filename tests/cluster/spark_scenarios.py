@@ -150,6 +150,32 @@ def table_functions(spark: SparkSession, *, path: str, name: str) -> Any:
     }
 
 
+def row_operations(
+    spark: SparkSession, *, path: str, where: str, update: str, changes: list[dict[str, Any]]
+) -> Any:
+    """``shoal_delete_where`` and ``shoal_update_where`` from SQL, then a merge of the
+    ``changes`` DataFrame by ``shoal.spark.merge``."""
+    shoal.spark.register_functions(spark)
+    deleted = spark.sql(f'SELECT * FROM shoal_delete_where("{path}", "{where}")').collect()
+    query = f"""SELECT * FROM shoal_update_where('{path}', 'id = 1', '{update}')"""
+    updated = spark.sql(query).collect()
+    merged = (
+        shoal.spark.merge(frame(spark, changes), path, on=["dt", "id"])
+        .when_matched_update()
+        .when_not_matched_insert()
+        .execute()
+    )
+    return {
+        "deleted": [r.asDict() for r in deleted],
+        "updated": [r.asDict() for r in updated],
+        "merged": {
+            "snapshot_id": merged.snapshot.id,
+            "updated": merged.updated,
+            "inserted": merged.inserted,
+        },
+    }
+
+
 def session_facts(spark: SparkSession) -> Any:
     """What shoal sees of the session: its class, and the tasks a job uses."""
     from shoal.spark.datasource import default_parallelism
@@ -239,6 +265,7 @@ SCENARIOS: dict[str, Callable[..., Any]] = {
         remove_orphan_files,
         expire_partitions,
         table_functions,
+        row_operations,
         session_facts,
         write_with_lost_executor,
     )

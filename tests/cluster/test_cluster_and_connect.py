@@ -171,3 +171,35 @@ def test_table_functions(s3: S3Env, driver: Runner) -> None:
     ]
     assert got["after"] == [{"snapshot_id": 2}]
     assert table_rows(on_spark) == table_rows(local)
+
+
+@pytest.mark.parametrize("kind", ["append", "primary-key"])
+def test_row_operations(s3: S3Env, driver: Runner, kind: str) -> None:
+    keyed = kind == "primary-key"
+    options = {"primary_keys": ["dt", "id"], "options": KEYED} if keyed else {}
+    on_spark, local = twins(s3, f"rows_{kind.replace('-', '_')}", partition_keys=["dt"], **options)
+    write_both((on_spark, local), WRITES[:1])
+    where, update = f"dt = '{DAY1}' and id >= 3", '{"name": "one", "value": 0.25}'
+    changes = event_rows([2, 9], DAY1, "-merged")
+    want_deleted = local.delete_where(where)
+    want_updated = local.update_where("id = 1", set={"name": "one", "value": 0.25})
+    want = (
+        local.merge(pa.Table.from_pylist(changes, schema=EVENTS_SCHEMA), on=["dt", "id"])
+        .when_matched_update()
+        .when_not_matched_insert()
+        .execute()
+    )
+
+    got = driver.run(
+        "row_operations", path=on_spark.path, where=where, update=update, changes=changes
+    )
+
+    assert got["deleted"] == [
+        {"snapshot_id": 2, "commit_kind": want_deleted.commit_kind, "rows_deleted": 2}
+    ]
+    assert got["updated"] == [
+        {"snapshot_id": 3, "commit_kind": want_updated.commit_kind, "rows_updated": 1}
+    ]
+    assert got["merged"] == {"snapshot_id": 4, "updated": 1, "inserted": 1}
+    assert (want.snapshot.id, want.updated, want.inserted) == (4, 1, 1)
+    assert table_rows(on_spark) == table_rows(local)
