@@ -30,6 +30,7 @@ rows of one primary-key write.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -54,6 +55,7 @@ from shoal.errors import (
 from shoal.format import types as T
 from shoal.format.schema import TableSchema
 from shoal.format.snapshot import CommitKind, Snapshot
+from shoal.io.executor import bounded_map, parallel_map
 from shoal.read.files import read_table
 from shoal.row_ops import _check_engine, _exact_scalar
 from shoal.scan import Scan, read_schema
@@ -359,9 +361,17 @@ def _key_filter(context: _Context) -> P.Dnf | None:
         return None
 
 
-def _source_keys(context: _Context) -> pa.Table:
+@dataclass(frozen=True, slots=True)
+class _SourceKeys:
     """The source's key columns and row numbers, rows with a null key left out (a null
-    never equals anything, as in SQL)."""
+    never equals anything, as in SQL); for a one-column key, also the values that more
+    than one source row holds."""
+
+    keys: pa.Table
+    repeated: pa.Array | None
+
+
+def _source_keys(context: _Context) -> _SourceKeys:
     source = context.source
     keys = source.select(list(context.on)).append_column(
         _SOURCE_ROW, pa.array(np.arange(source.num_rows, dtype=np.int64))
@@ -370,14 +380,44 @@ def _source_keys(context: _Context) -> pa.Table:
     for column in context.on:
         ok = pc.is_valid(keys.column(column))
         valid = ok if valid is None else pc.and_(valid, ok)
-    return keys.filter(valid)
+    keys = keys.filter(valid)
+    repeated = None
+    if len(context.on) == 1:
+        try:
+            counts = pc.value_counts(keys.column(0))
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return _SourceKeys(keys, None)
+        more = pc.greater(counts.field("counts"), 1)
+        repeated = pc.filter(counts.field("values"), more)
+    return _SourceKeys(keys, repeated)
 
 
-def _pairs(target: pa.Table, keys: pa.Table, on: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(target row, source row) of every match, by a hash join on ``on``."""
+def _pairs(
+    target: pa.Table, source: _SourceKeys, on: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(target row, source row) of every match: a hash lookup of a one-column key, a
+    hash join of several."""
+    keys = source.keys
     if target.num_rows == 0 or keys.num_rows == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
+    if source.repeated is not None:
+        column = target.column(on[0])
+        try:
+            found = pc.index_in(column, value_set=keys.column(0).combine_chunks())
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            pass
+        else:
+            hit = np.asarray(pc.is_valid(found).to_numpy(zero_copy_only=False), dtype=bool)
+            rows = np.flatnonzero(hit)
+            if (
+                len(source.repeated)
+                and pc.any(pc.is_in(column.take(pa.array(rows)), value_set=source.repeated)).as_py()
+            ):
+                raise _duplicate(on)
+            positions = pc.drop_null(found).to_numpy()
+            sources = keys.column(_SOURCE_ROW).combine_chunks().to_numpy()[positions]
+            return rows.astype(np.int64), sources
     left = target.select(list(on)).append_column(
         _TARGET_ROW, pa.array(np.arange(target.num_rows, dtype=np.int64))
     )
@@ -390,11 +430,15 @@ def _pairs(target: pa.Table, keys: pa.Table, on: Sequence[str]) -> tuple[np.ndar
     rows = joined.column(_TARGET_ROW).to_numpy()
     sources = joined.column(_SOURCE_ROW).to_numpy()
     if len(np.unique(rows)) != len(rows):
-        raise InvalidArgumentError(
-            "merge: multiple source rows matched the same target row; make the source's "
-            f"{list(on)} unique (nothing was written)"
-        )
+        raise _duplicate(on)
     return rows, sources
+
+
+def _duplicate(on: Sequence[str]) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "merge: multiple source rows matched the same target row; make the source's "
+        f"{list(on)} unique (nothing was written)"
+    )
 
 
 def _mask(table: pa.Table, dnf: P.Dnf | None) -> np.ndarray:
@@ -519,59 +563,78 @@ def _merge_files(
     )
     keys = _source_keys(context)
     columns = _condition_columns(context)
-    matched = np.zeros(context.source.num_rows, dtype=bool)
-    found: list[_FileMatch] = []
-    # every file is matched before any is written: a refusal leaves nothing behind
-    for entry in entries:
+
+    def match(entry: Any) -> tuple[_FileMatch | None, np.ndarray]:
         assert latest is not None
         splits = make_splits(store, latest.id, [entry], schema=schema)
         target = read_table(store, splits, schema, columns, None)
         rows, sources = _pairs(target, keys, context.on)
         if not len(rows):
-            continue
-        matched[sources] = True
+            return None, sources
         choice = _choose(
             context, {"update", "delete"}, target.take(rows), context.source.take(sources)
         )
         act = choice >= 0
-        if act.any():
-            found.append(_FileMatch(entry, splits, rows[act], sources[act], choice[act]))
+        if not act.any():
+            return None, sources
+        return _FileMatch(entry, splits, rows[act], sources[act], choice[act]), sources
+
+    # every file is matched before any is written: a refusal leaves nothing behind
+    matched = np.zeros(context.source.num_rows, dtype=bool)
+    found: list[_FileMatch] = []
+    for file_match, sources in parallel_map(match, entries):
+        matched[sources] = True
+        if file_match is not None:
+            found.append(file_match)
     inserts, inserted = _inserts(context, matched)
-    writer = AppendWriter(store)
-    messages: list[CommitMessage] = []
-    updated = deleted = 0
-    for match in found:
-        table = read_table(store, match.splits, schema, None, None)
-        keep = np.ones(table.num_rows, dtype=bool)
-        for index in np.unique(match.choice).tolist():
-            clause = context.clauses[index]
-            chosen = match.choice == index
-            rows = match.rows[chosen]
-            if clause.action == "delete":
-                keep[rows] = False
-                deleted += len(rows)
-                continue
-            updated += len(rows)
-            new = _new_rows(
-                context, clause, table.take(rows), context.source.take(match.sources[chosen])
-            )
-            table = _scatter(table, rows, new, clause.values)
-        rest = table.filter(pa.array(keep))
-        if rest.num_rows:
-            writer.write(rest)
-        entry = match.entry
-        messages.append(
-            CommitMessage(
-                entry.partition, entry.bucket, entry.total_buckets, deleted_files=(entry.file,)
-            )
-        )
+    # files rewritten side by side, one per core: Arrow encodes a Parquet file on one
+    # thread, and each file is written into files of its own
+    rewritten = bounded_map(lambda m: _rewrite(store, context, m), found, os.cpu_count() or 1)
+    messages = [message for part in rewritten for message in part[0]]
+    updated = sum(part[1] for part in rewritten)
+    deleted = sum(part[2] for part in rewritten)
     if inserts is not None:
+        writer = AppendWriter(store)
         writer.write(inserts)
-    if messages or inserts is not None:
         messages += writer.prepare_commit()
     return PreparedMerge(
         transaction, (updated, deleted, inserted), tuple(messages), replaces=bool(found)
     )
+
+
+def _rewrite(
+    store: Any, context: _Context, match: _FileMatch
+) -> tuple[list[CommitMessage], int, int]:
+    """One file's rows with the matched clauses applied, written as new files: the
+    messages replacing the file, and how many rows were updated and deleted."""
+    table = read_table(store, match.splits, context.schema, None, None)
+    keep = np.ones(table.num_rows, dtype=bool)
+    updated = deleted = 0
+    for index in np.unique(match.choice).tolist():
+        clause = context.clauses[index]
+        chosen = match.choice == index
+        rows = match.rows[chosen]
+        if clause.action == "delete":
+            keep[rows] = False
+            deleted += len(rows)
+            continue
+        updated += len(rows)
+        new = _new_rows(
+            context, clause, table.take(rows), context.source.take(match.sources[chosen])
+        )
+        table = _scatter(table, rows, new, clause.values)
+    entry = match.entry
+    messages = [
+        CommitMessage(
+            entry.partition, entry.bucket, entry.total_buckets, deleted_files=(entry.file,)
+        )
+    ]
+    rest = table.filter(pa.array(keep))
+    if rest.num_rows:
+        writer = AppendWriter(store)
+        writer.write(rest)
+        messages += writer.prepare_commit()
+    return messages, updated, deleted
 
 
 def _scatter(
