@@ -211,6 +211,13 @@ def test_set_is_a_json_object_read_exactly() -> None:
         "ts": datetime(2026, 1, 2, 3, 4, 5)
     }
     assert column_values({"price": 2}, SCHEMA) == {"price": Decimal(2)}
+    assert column_values(parse_set('{"n": 1e300, "price": 1e1}'), SCHEMA) == {
+        "n": 1e300,
+        "price": Decimal("1e1"),
+    }
+    for text in ('{"n": 1e400}', '{"n": 0.10000000000000000001}', '{"day": "2026-13-01"}'):
+        with pytest.raises(InvalidArgumentError):
+            column_values(parse_set(text), SCHEMA)
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,8 @@ string, because a JSON object keeps each value's own type where a Spark ``MAP``
 coerces its values to one type (``map('n', 0, 'v', 'x')`` is a map of strings); each
 value must fit its column exactly, as for ``Table.update_where``. Dates, times and
 timestamps are ISO strings, decimals are JSON numbers read as decimals (``1.10`` is
-exact). Anything else (a MAP, a number, a NULL, a repeated key, a string that is not
+exact), and a number for a floating-point column must be written as the double it
+means (``0.1``, not ``1e400``). Anything else (a MAP, a number, a NULL, a repeated key, a string that is not
 JSON) is refused with ``InvalidArgumentError`` before the table is read.
 """
 
@@ -108,7 +109,14 @@ def _value(field: pa.Field, value: Any) -> Any:
     ``update_where``'s check."""
     kind = field.type
     if isinstance(value, Decimal) and not pa.types.is_decimal(kind):
-        return float(value)  # a JSON number with a fraction or exponent, read as a double
+        # a JSON number with a fraction or exponent, as the double written the same way
+        number = float(value)
+        if not value.is_finite() or Decimal(repr(number)) != value:
+            raise InvalidArgumentError(
+                f"shoal_update_where: {value} for column {field.name!r} ({kind}) is no "
+                f"double as written (the nearest is {number!r}); write that value"
+            )
+        return number
     if isinstance(value, int) and not isinstance(value, bool) and pa.types.is_decimal(kind):
         return Decimal(value)
     if isinstance(value, dict) and pa.types.is_map(kind):
