@@ -112,7 +112,9 @@ def prepare(
     scalars = None if values is None else _scalars(store, arrow_schema, dict(values))
     if store.is_primary_key:
         _check_engine(store, what, values)
-        rows = Scan(store, latest, None, dnf, latest=True, schema=schema).to_arrow()
+        rows = Scan(
+            store, latest, _keyed_columns(store, scalars), dnf, latest=True, schema=schema
+        ).to_arrow()
         if scalars is None:
             return Prepared(transaction, rows.num_rows, keyed=rows, kind=kv.DELETE)
         for name, scalar in scalars.items():
@@ -128,6 +130,15 @@ def prepare(
             feature="deletion-vectors.enabled",
         )
     return _rewrite_files(transaction, latest, schema, dnf, scalars)
+
+
+def _keyed_columns(store: FileStore, scalars: dict[str, pa.Scalar] | None) -> list[str] | None:
+    """The columns a primary-key row operation reads: a delete needs only the key,
+    unless ``changelog-producer`` is ``input``, whose changelog keeps the rows as
+    written (a delete's whole old row, as Paimon's own DELETE writes it)."""
+    if scalars is None and store.options.get(O.CHANGELOG_PRODUCER) != "input":
+        return list(store.schema.primary_keys)
+    return None
 
 
 def _rewrite_files(

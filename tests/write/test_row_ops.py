@@ -152,6 +152,25 @@ def test_primary_key_delete_and_update(catalog: shoal.Catalog) -> None:
     assert [r["value"] for r in rows] == [0.0, 0.5, 1.0, 1.5, 2.0]
 
 
+def test_primary_key_delete_keeps_whole_rows_in_an_input_changelog(
+    catalog: shoal.Catalog,
+) -> None:
+    """A delete reads only the key, except where the changelog keeps the rows as
+    written: there its -D rows carry the deleted values."""
+    table = catalog.create_table(
+        "db.pk",
+        EVENTS_SCHEMA,
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
+        options={"bucket": "1", "changelog-producer": "input"},
+    )
+    written = table.upsert(events(range(3)))
+    deleted = table.delete_where("id = 1")
+    changes = table.incremental(written.id, deleted.id, row_kind=True).to_pylist()
+    removed = events([1]).to_pylist()[0]
+    assert changes == [{"rowkind": "-D", **removed}]
+
+
 @pytest.mark.parametrize(
     ("options", "update"),
     [
