@@ -495,7 +495,7 @@ def _value_column(context: _Context, field: pa.Field, spec: Any, rows: pa.Table)
                 f"source columns: {exc}"
             ) from None
     else:
-        scalar = _exact_scalar(field, spec)
+        scalar = _exact_scalar(field, spec, WHAT)
         return pa.repeat(scalar, rows.num_rows)
     cast = conform(pa.table({field.name: column}), pa.schema([field.with_nullable(True)]))
     return cast.column(0).combine_chunks()
@@ -665,7 +665,12 @@ def _merge_keyed(
 ) -> PreparedMerge:
     store = transaction.store
     partial = any(c.action == "update" and c.values is not None for c in context.clauses)
-    columns = None if partial else _condition_columns(context)
+    # with changelog-producer = input the changelog keeps a delete as written: the
+    # whole old row, as Paimon's own DELETE writes it
+    whole_deletes = store.options.get(O.CHANGELOG_PRODUCER) == "input" and any(
+        c.action == "delete" for c in context.clauses
+    )
+    columns = None if partial or whole_deletes else _condition_columns(context)
     target = Scan(
         store, latest, columns, _key_filter(context), latest=True, schema=context.schema
     ).to_arrow()
@@ -681,9 +686,7 @@ def _merge_keyed(
         clause = context.clauses[index]
         chosen = choice == index
         if clause.action == "delete":
-            keyed.write(
-                target.take(rows[chosen]).select(list(context.schema.primary_keys)), kv.DELETE
-            )
+            keyed.write(target.take(rows[chosen]), kv.DELETE)
             deleted += int(chosen.sum())
             continue
         new = _new_rows(context, clause, target.take(rows[chosen]), source.take(sources[chosen]))

@@ -218,10 +218,10 @@ def _scalars(store: FileStore, schema: pa.Schema, values: dict[str, Any]) -> dic
     return out
 
 
-def _exact_scalar(field: pa.Field, value: Any) -> pa.Scalar:
+def _exact_scalar(field: pa.Field, value: Any, what: str = UPDATE) -> pa.Scalar:
     if value is None:
         if not field.nullable:
-            raise InvalidArgumentError(f"update_where: column {field.name!r} is NOT NULL")
+            raise InvalidArgumentError(f"{what}: column {field.name!r} is NOT NULL")
         return pa.scalar(None, field.type)
     if isinstance(value, pa.Scalar):
         value = value.as_py()
@@ -229,7 +229,7 @@ def _exact_scalar(field: pa.Field, value: Any) -> pa.Scalar:
         scalar = pa.scalar(value, field.type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
         raise InvalidArgumentError(
-            f"update_where: {value!r} is not a value of column {field.name!r} ({field.type}): {exc}"
+            f"{what}: {value!r} is not a value of column {field.name!r} ({field.type}): {exc}"
         ) from None
     back = scalar.as_py()
     same = back == value or (
@@ -240,7 +240,7 @@ def _exact_scalar(field: pa.Field, value: Any) -> pa.Scalar:
     )
     if not same or (type(value) is bool and not pa.types.is_boolean(field.type)):
         raise InvalidArgumentError(
-            f"update_where: {value!r} does not fit column {field.name!r} ({field.type}) "
+            f"{what}: {value!r} does not fit column {field.name!r} ({field.type}) "
             f"exactly (it would be {back!r}); pass a value of the column's type"
         )
     return scalar

@@ -352,3 +352,21 @@ def test_primary_key_concurrent_write_is_sequenced_below(catalog: shoal.Catalog)
     prepared.commit()
     # the merge commits last, so its delete of 1 and insert of 3 win
     assert content(table) == [("a", 2, 2, "n2"), ("a", 3, 9, "n3"), ("a", 4, 5, "n4")]
+
+
+def test_primary_key_delete_keeps_whole_rows_in_an_input_changelog(
+    catalog: shoal.Catalog,
+) -> None:
+    table = make(catalog, True, **{"changelog-producer": "input"})
+    written = table.upsert(rows([1, 2], [10, 20]))
+    result = (
+        table.merge(rows([1, 3], [0, 30]), on=["dt", "id"])
+        .when_matched_delete()
+        .when_not_matched_insert()
+        .execute()
+    )
+    changes = table.incremental(written.id, result.snapshot.id, row_kind=True).to_pylist()
+    assert sorted(changes, key=lambda r: r["id"]) == [
+        {"rowkind": "-D", "dt": "a", "id": 1, "v": 10, "name": "n1"},
+        {"rowkind": "+I", "dt": "a", "id": 3, "v": 30, "name": "n3"},
+    ]
