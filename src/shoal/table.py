@@ -47,6 +47,7 @@ from shoal.read.incremental import (
     read_changelog,
 )
 from shoal.read.system_tables import AUDIT_LOG, NEEDS_SNAPSHOT, system_table
+from shoal.row_merge import MergeBuilder
 from shoal.row_ops import delete_where, update_where
 from shoal.scan import Scan, read_schema
 from shoal.transaction import Transaction, merge_new_columns, partition_scope
@@ -209,6 +210,15 @@ class Table:
         upserting the changed rows (primary-key tables). Primary-key and partition
         columns cannot be set."""
         return update_where(self._transaction(), filter, set).snapshot
+
+    def merge(self, source: Any, on: Sequence[str]) -> MergeBuilder:
+        """A MERGE of ``source`` (anything :meth:`append` takes) into this table, rows
+        matched by equal ``on`` columns (on a primary-key table, its key): add clauses
+        with ``when_matched_update``, ``when_matched_delete`` and
+        ``when_not_matched_insert``, then ``execute()`` commits it atomically and returns
+        a :class:`~shoal.row_merge.MergeResult`. See :mod:`shoal.row_merge`."""
+        columns = (on,) if isinstance(on, str) else tuple(on)
+        return MergeBuilder(self._transaction(), source, columns)
 
     def _require_primary_key(self, what: str) -> None:
         if not self._store.is_primary_key:
