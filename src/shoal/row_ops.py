@@ -17,6 +17,7 @@ the bucket's rows as every primary-key write is.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ from shoal.core.plan import live_entries, make_splits
 from shoal.core.store import FileStore
 from shoal.errors import InvalidArgumentError, UnsupportedFeatureError
 from shoal.format.snapshot import CommitKind, Snapshot
+from shoal.io.executor import bounded_map
 from shoal.read.files import read_table
 from shoal.scan import Scan, read_schema
 from shoal.transaction import Transaction
@@ -148,39 +150,43 @@ def _rewrite_files(
     dnf: P.Dnf,
     scalars: dict[str, pa.Scalar] | None,
 ) -> Prepared:
-    """Each live file that may match, read whole; those with a matching row replaced
-    by their remainder (or their rows with the values set)."""
+    """Each live file that may match, read for the filter's columns; those with a
+    matching row read whole and replaced by their remainder (or their rows with the
+    values set), one file per task on every core: encoding Parquet takes one core per
+    file."""
     store = transaction.store
     entries = [] if latest is None else live_entries(store, latest, dnf, target=schema)
     expression = P.to_expression(dnf)
-    writer = AppendWriter(store)
-    deleted: list[CommitMessage] = []
-    changed = 0
     used = P.columns_of(dnf)
     filter_columns = [name for name in schema.field_names if name in used]
+    hit: list[tuple[Any, list[Any], np.ndarray]] = []
     for entry in entries:
         assert latest is not None
         splits = make_splits(store, latest.id, [entry], schema=schema)
         # the filter's columns first: a file without a matching row is read no further
         mask = _matches(read_table(store, splits, schema, filter_columns, None), expression)
-        hits = int(np.count_nonzero(mask))
-        if hits == 0:
-            continue
-        changed += hits
+        if mask.any():
+            hit.append((entry, splits, mask))
+
+    def rewrite(found: tuple[Any, list[Any], np.ndarray]) -> list[CommitMessage]:
+        entry, splits, mask = found
         table = read_table(store, splits, schema, None, None)
         if scalars is None:
             rest = table.filter(pa.array(~mask))
         else:
             rest = _with_values(table, pa.array(mask), scalars)
-        if rest.num_rows:
-            writer.write(rest)
-        deleted.append(
-            CommitMessage(
-                entry.partition, entry.bucket, entry.total_buckets, deleted_files=(entry.file,)
-            )
+        deleted = CommitMessage(
+            entry.partition, entry.bucket, entry.total_buckets, deleted_files=(entry.file,)
         )
-    messages = deleted + (writer.prepare_commit() if deleted else [])
-    return Prepared(transaction, changed, tuple(messages))
+        if not rest.num_rows:
+            return [deleted]
+        writer = AppendWriter(store)
+        writer.write(rest)
+        return [deleted, *writer.prepare_commit()]
+
+    written = bounded_map(rewrite, hit, os.cpu_count() or 1)
+    changed = sum(int(np.count_nonzero(mask)) for _, _, mask in hit)
+    return Prepared(transaction, changed, tuple(m for messages in written for m in messages))
 
 
 def _matches(table: pa.Table, expression: pc.Expression) -> np.ndarray:
