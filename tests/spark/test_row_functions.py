@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pyspark.errors import PySparkException
+from pyspark.errors import PythonException
 from pyspark.sql import SparkSession
 
 import shoal
@@ -179,7 +179,7 @@ def test_bad_arguments_are_refused_before_any_change(
     table = _table(tmp_path, keyed=True)
     rows = _sorted(table.to_arrow())
     for query, message in _bad_calls(table.path):
-        with pytest.raises(PySparkException) as refused:
+        with pytest.raises(PythonException) as refused:
             functions.sql(query).collect()
         text = str(refused.value)
         assert re.search(r"shoal\.errors\.Invalid(Argument|Filter)Error", text), query
