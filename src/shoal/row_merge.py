@@ -136,8 +136,17 @@ class MergeBuilder:
     def _with(self, clause: Clause) -> MergeBuilder:
         return dataclasses.replace(self, clauses=(*self.clauses, clause))
 
-    def execute(self) -> MergeResult:
-        """Run the merge in one atomic commit.
+    def execute(self) -> Snapshot:
+        """Run the merge in one atomic commit; returns the new snapshot
+        (:meth:`execute_with_counts` also says how many rows each clause changed).
+
+        Raises: as :meth:`execute_with_counts`.
+        """
+        return self.execute_with_counts().snapshot
+
+    def execute_with_counts(self) -> MergeResult:
+        """Run the merge in one atomic commit; returns the snapshot and the rows
+        updated, deleted and inserted.
 
         Raises:
             InvalidArgumentError: no clause, unknown columns, an ``on`` a primary-key

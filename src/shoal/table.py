@@ -216,7 +216,8 @@ class Table:
         matched by equal ``on`` columns (on a primary-key table, its key): add clauses
         with ``when_matched_update``, ``when_matched_delete`` and
         ``when_not_matched_insert``, then ``execute()`` commits it atomically and returns
-        a :class:`~shoal.row_merge.MergeResult`. See :mod:`shoal.row_merge`."""
+        the new snapshot (``execute_with_counts()`` a :class:`~shoal.row_merge.MergeResult`
+        with the rows updated, deleted and inserted). See :mod:`shoal.row_merge`."""
         columns = (on,) if isinstance(on, str) else tuple(on)
         return MergeBuilder(self._transaction(), source, columns)
 

@@ -49,7 +49,7 @@ def test_java_reads_what_merge_left(java: JavaPaimon, tmp_path: Path, primary_ke
         .when_matched_delete(condition="id = 3")
         .when_matched_update()
         .when_not_matched_insert()
-        .execute()
+        .execute_with_counts()
     )
     assert (result.updated, result.deleted, result.inserted) == (2, 1, 2)
     (seen,) = java.run(tmp_path, [jp.read("db.t")])

@@ -281,7 +281,7 @@ def test_merge_with_an_open_table_and_named_values(spark: SparkSession, tmp_path
     result = (
         shoal.spark.merge(frame, table, on=["dt", "id"])
         .when_matched_update(set={"v": "label"}, condition="n > 1")
-        .execute()
+        .execute_with_counts()
     )
 
     assert (result.updated, result.inserted) == (1, 0)

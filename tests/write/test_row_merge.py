@@ -76,7 +76,7 @@ def test_every_clause_in_sql_order(catalog: shoal.Catalog, primary_key: bool) ->
         .when_matched_update(set={"v": "v", "name": pa.scalar("up")}, condition="v < 40")
         .when_matched_update()
         .when_not_matched_insert(condition="id = 5")
-        .execute()
+        .execute_with_counts()
     )
     assert (result.updated, result.deleted, result.inserted, result.rows) == (2, 1, 1, 4)
     assert content(table) == [
@@ -86,6 +86,9 @@ def test_every_clause_in_sql_order(catalog: shoal.Catalog, primary_key: bool) ->
         ("a", 5, 500, "n5"),
     ]
     assert result.snapshot == table.latest_snapshot()
+    snapshot = table.merge(source, on=["dt", "id"]).when_matched_delete().execute()
+    assert snapshot == table.latest_snapshot()
+    assert snapshot.id == result.snapshot.id + 1
 
 
 @both
@@ -98,7 +101,7 @@ def test_matched_rows_without_a_clause_stay_and_are_not_inserted(
         table.merge(rows([2, 3], [0, 0]), on=["id", "dt"])
         .when_matched_update(condition="v > 100")
         .when_not_matched_insert()
-        .execute()
+        .execute_with_counts()
     )
     assert (result.updated, result.inserted) == (0, 1)
     assert content(table) == [("a", 1, 10, "n1"), ("a", 2, 20, "n2"), ("a", 3, 0, "n3")]
@@ -125,7 +128,7 @@ def test_append_rewrites_only_files_with_a_matched_key(catalog: shoal.Catalog) -
     table.append(rows([10, 11], [1, 2]))
     table.append(rows([1, 2], [1, 2], dt="b"))
     before = files(table)
-    result = table.merge(rows([11], [0]), on=["id"]).when_matched_delete().execute()
+    result = table.merge(rows([11], [0]), on=["id"]).when_matched_delete().execute_with_counts()
     assert result.snapshot.commit_kind == CommitKind.OVERWRITE
     after = files(table)
     assert len(before - after) == 1
@@ -138,7 +141,9 @@ def test_append_insert_only_is_an_append(catalog: shoal.Catalog) -> None:
     table = make(catalog, False)
     table.append(rows([1], [1]))
     before = files(table)
-    result = table.merge(rows([1, 2], [5, 6]), on=["id"]).when_not_matched_insert().execute()
+    result = (
+        table.merge(rows([1, 2], [5, 6]), on=["id"]).when_not_matched_insert().execute_with_counts()
+    )
     assert result.snapshot.commit_kind == CommitKind.APPEND
     assert before <= files(table)
     assert content(table) == [("a", 1, 1, "n1"), ("a", 2, 6, "n2")]
@@ -163,7 +168,7 @@ def test_null_keys_never_match(catalog: shoal.Catalog) -> None:
     table = make(catalog, False)
     table.append(pa.table({"dt": [None], "id": [1], "v": [1], "name": ["x"]}, schema=SCHEMA))
     source = pa.table({"dt": [None], "id": [1], "v": [2], "name": ["y"]}, schema=SCHEMA)
-    result = table.merge(source, on=["dt", "id"]).when_matched_delete().execute()
+    result = table.merge(source, on=["dt", "id"]).when_matched_delete().execute_with_counts()
     assert result.rows == 0
     assert content(table) == [(None, 1, 1, "x")]
 
@@ -363,7 +368,7 @@ def test_primary_key_delete_keeps_whole_rows_in_an_input_changelog(
         table.merge(rows([1, 3], [0, 30]), on=["dt", "id"])
         .when_matched_delete()
         .when_not_matched_insert()
-        .execute()
+        .execute_with_counts()
     )
     changes = table.incremental(written.id, result.snapshot.id, row_kind=True).to_pylist()
     assert sorted(changes, key=lambda r: r["id"]) == [

@@ -25,6 +25,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from shoal.errors import InvalidArgumentError
+from shoal.format.snapshot import Snapshot
 from shoal.row_merge import MergeResult
 from shoal.table import Table
 
@@ -107,10 +108,14 @@ class SparkMerge:
         clause (``condition`` over the source's columns)."""
         return self._with("when_not_matched_insert", values=values, condition=condition)
 
-    def execute(self) -> MergeResult:
+    def execute(self) -> Snapshot:
         """Collect the source on the driver and commit the merge in one snapshot;
-        returns ``Table.merge(...).execute()``'s result. Each call collects and merges
-        again."""
+        returns the new snapshot. Each call collects and merges again."""
+        return self.execute_with_counts().snapshot
+
+    def execute_with_counts(self) -> MergeResult:
+        """As :meth:`execute`, returning ``Table.merge(...).execute_with_counts()``'s
+        result: the snapshot and the rows updated, deleted and inserted."""
         if not self.clauses:
             raise InvalidArgumentError(
                 "merge without a clause would change nothing; add when_matched_update, "
@@ -119,4 +124,4 @@ class SparkMerge:
         builder = self.table.merge(self.source.toArrow(), on=list(self.on))
         for name, arguments in self.clauses:
             builder = getattr(builder, name)(**arguments)
-        return builder.execute()
+        return builder.execute_with_counts()
