@@ -46,6 +46,7 @@ LOCAL_IMPORTS = {
     ("shoal.cli", "shoal.spark"),  # pyspark: commands that run no Spark start without it
     ("shoal.io.file_io", "shoal.io.s3_file_io"),  # boto3, for s3:// tables only
     ("shoal.io.file_io", "shoal.io.gcs_file_io"),  # a gs:// FileIO, built on FileIO
+    ("shoal.io.file_io", "shoal.io.azure_file_io"),  # an Azure FileIO, built on FileIO
 }
 MAX_LINES = 800
 
