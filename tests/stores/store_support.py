@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tests.stores import emulators
@@ -27,6 +28,14 @@ class StoreEnv:
 
     def get(self, key: str) -> bytes:
         raise NotImplementedError
+
+    def download(self, prefix: str, target: Path) -> Path:
+        """A local copy of every object under ``prefix/`` (the tree below it)."""
+        for key in self.list_keys(f"{prefix}/"):
+            local = target / key[len(prefix) + 1 :]
+            local.parent.mkdir(parents=True, exist_ok=True)
+            local.write_bytes(self.get(key))
+        return target
 
 
 @dataclass(frozen=True)

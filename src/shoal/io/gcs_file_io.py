@@ -53,7 +53,7 @@ from shoal.errors import (
     StoreUnreachableError,
 )
 from shoal.io.connect import positive_seconds, reach, store_timeout
-from shoal.io.file_io import FileIO
+from shoal.io.file_io import FileIO, FileStatus
 from shoal.io.store_options import boolean, normalized, refuse_unknown
 
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
@@ -271,6 +271,37 @@ class GcsFileIO(FileIO):
                 self.options.store(bucket), str(exc), self.options.timeout, CHECK
             ) from exc
         return True
+
+    def list_status(self, path: str, *, recursive: bool = False) -> list[FileStatus]:
+        """Entries under a directory. A recursive listing is pyarrow's; one level lists
+        through Google's client with a delimiter, since pyarrow's leaves out the
+        directories that exist only as a prefix of object names (all of them here)."""
+        if recursive:
+            return super().list_status(path, recursive=True)
+        from google.api_core import exceptions as google_errors
+
+        bucket, _, key = path.partition("/")
+        prefix = f"{key.rstrip('/')}/" if key else ""
+        try:
+            pages = self.client.list_blobs(
+                bucket, prefix=prefix, delimiter="/", timeout=self.options.timeout
+            )
+            out = [
+                FileStatus(
+                    f"{bucket}/{blob.name}",
+                    int(blob.size or 0),
+                    int(blob.updated.timestamp() * 1000) if blob.updated else 0,
+                    False,
+                )
+                for blob in pages
+                if blob.name != prefix
+            ]
+        except google_errors.NotFound:
+            return []
+        except google_errors.GoogleAPICallError as exc:
+            raise OSError(f"could not list {path}: {exc.code} {exc.message}") from exc
+        out.extend(FileStatus(f"{bucket}/{p.rstrip('/')}", 0, 0, True) for p in pages.prefixes)
+        return out
 
     def mkdirs(self, path: str) -> None:
         """Nothing: object stores have no directories (pyarrow would write markers)."""
