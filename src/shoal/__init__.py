@@ -7,6 +7,8 @@ table.append(data)
 table.to_arrow(snapshot_id=1)
 """
 
+from collections.abc import Mapping
+
 from shoal.catalog import Catalog
 from shoal.cleanup.expire import ExpireResult
 from shoal.cleanup.orphans import OrphanFilesResult
@@ -37,6 +39,7 @@ from shoal.errors import (
     TagAlreadyExistsError,
     TagNotFoundError,
     UnknownOptionError,
+    UnsafeCommitError,
     UnsupportedFeatureError,
 )
 from shoal.event_time.freshness import Freshness
@@ -48,9 +51,10 @@ from shoal.table import Table
 __version__ = "0.1.0"
 
 
-def open_table(path: str) -> Table:
-    """Open the table whose directory is ``path`` (a local path or a URI)."""
-    return Table.open(path)
+def open_table(path: str, *, storage_options: Mapping[str, str] | None = None) -> Table:
+    """Open the table whose directory is ``path`` (a local path or a URI), its store
+    configured by ``storage_options`` (docs/tables.md lists the keys of each store)."""
+    return Table.open(path, storage_options=storage_options)
 
 
 __all__ = [
@@ -88,6 +92,7 @@ __all__ = [
     "TagAlreadyExistsError",
     "TagNotFoundError",
     "UnknownOptionError",
+    "UnsafeCommitError",
     "UnsupportedFeatureError",
     "open_table",
 ]

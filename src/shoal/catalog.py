@@ -20,6 +20,7 @@ from shoal.errors import (
     DatabaseNotFoundError,
     InvalidArgumentError,
     SchemaMismatchError,
+    ShoalError,
     TableAlreadyExistsError,
     TableNotFoundError,
 )
@@ -88,16 +89,21 @@ class Catalog:
     and control characters, without leading or trailing whitespace, and at most 200
     bytes in UTF-8. Any other name raises InvalidArgumentError before anything is
     written, so no identifier reaches outside the warehouse.
+
+    ``storage_options`` configure the warehouse's store (keys such as ``s3.endpoint``;
+    docs/tables.md lists those of each store), over what the environment configures.
     """
 
-    def __init__(self, warehouse: str) -> None:
+    def __init__(self, warehouse: str, *, storage_options: Mapping[str, str] | None = None) -> None:
         if not isinstance(warehouse, str) or not warehouse.strip("/ "):
             raise InvalidArgumentError(
                 f"the warehouse must be a directory path or URI, not {warehouse!r}"
             )
         self.warehouse = warehouse.rstrip("/")
         try:
-            self._file_io, self._root = file_io_for(self.warehouse)
+            self._file_io, self._root = file_io_for(self.warehouse, storage_options)
+        except ShoalError:
+            raise
         except ValueError as exc:  # pyarrow.ArrowInvalid: a URI no filesystem knows
             raise InvalidArgumentError(f"warehouse {warehouse!r}: {exc}") from None
 

@@ -286,6 +286,33 @@ class StoreUnreachableError(ShoalError, OSError):
         return StoreUnreachableError, (self.store, self.reason, self.timeout, self.check)
 
 
+class UnsafeCommitError(ShoalError):
+    """A commit refused before anything was published: the store has no atomic
+    create-if-absent, and no commit lock is configured.
+
+    Publishing a snapshot (or a schema or tag) creates a file only if it does not exist
+    yet; on such a store that is a check, then a write, so two writers committing at
+    once could both publish the same snapshot id, and one of the commits would be lost.
+
+    Attributes:
+        store: the filesystem and path of the file the commit would have created.
+    """
+
+    def __init__(self, store: str) -> None:
+        super().__init__(
+            f"refusing to commit to {store}: this store cannot create a file only if it "
+            "does not exist, so two writers committing at once could both publish the same "
+            "snapshot and one commit would be lost. Configure a commit lock that every "
+            "writer shares, the storage option lock.file=<path of a file on a file system "
+            "all writers see> (docs/tables.md), or keep the table on a store with an atomic "
+            "create (a local or shared POSIX file system, S3)"
+        )
+        self.store = store
+
+    def __reduce__(self) -> tuple[type[UnsafeCommitError], tuple[str]]:
+        return UnsafeCommitError, (self.store,)
+
+
 class MissingDependencyError(ShoalError, ImportError):
     """A part of shoal that needs a package of one of its extras, used where that extra
     is not installed (Spark without ``shoal[spark]``, S3 without ``shoal[s3]``)."""

@@ -27,6 +27,7 @@ from shoal.core.time_travel import timestamp_millis
 from shoal.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
+    ShoalError,
     SnapshotNotFoundError,
     TableNotFoundError,
     UnsupportedFeatureError,
@@ -72,13 +73,19 @@ class Table:
         self._committer = FileStoreCommit(store)
 
     @staticmethod
-    def open(uri: str, name: str | None = None) -> Table:
-        """Open the table at ``uri`` (a path or URI). Raises TableNotFoundError, or
-        InvalidArgumentError for a URI that no filesystem serves."""
+    def open(
+        uri: str, name: str | None = None, *, storage_options: Mapping[str, str] | None = None
+    ) -> Table:
+        """Open the table at ``uri`` (a path or URI), its store configured by
+        ``storage_options`` (docs/tables.md lists the keys). Raises TableNotFoundError,
+        InvalidArgumentError for a URI that no filesystem serves, or InvalidOptionError
+        for a storage option its store does not take."""
         if not isinstance(uri, str) or not uri.strip():
             raise InvalidArgumentError(f"a table is opened by its path or URI, not {uri!r}")
         try:
-            file_io, root = file_io_for(uri)
+            file_io, root = file_io_for(uri, storage_options)
+        except ShoalError:
+            raise
         except ValueError as exc:  # pyarrow.ArrowInvalid: a URI no filesystem knows
             raise InvalidArgumentError(f"table location {uri!r}: {exc}") from None
         return Table._open(file_io, uri, root, name)

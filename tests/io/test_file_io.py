@@ -15,14 +15,18 @@ from shoal.core.paths import PathFactory
 from shoal.core.schema_manager import SchemaManager
 from shoal.core.store import FileStore
 from shoal.io import DeleteError, FileIO, LocalFileIO, file_io_for, parallel_map
+from shoal.io.commit_lock import CommitLock
 from shoal.table import Table
 from tests.conftest import EVENTS_SCHEMA, events
 from tests.faults import Crash, FaultyFileIO
 
 
 @pytest.fixture(params=["local", "generic"])
-def file_io(request: pytest.FixtureRequest) -> FileIO:
-    return LocalFileIO() if request.param == "local" else FileIO(pafs.LocalFileSystem())
+def file_io(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> FileIO:
+    if request.param == "local":
+        return LocalFileIO()
+    lock = CommitLock.at(str(tmp_path_factory.mktemp("lock") / "commit.lock"))
+    return FileIO(pafs.LocalFileSystem()).with_commit_lock(lock)
 
 
 def test_read_write_list_delete(file_io: FileIO, tmp_path: Path) -> None:
@@ -152,7 +156,8 @@ def test_parallel_map_keeps_order_and_raises() -> None:
 
 def test_a_table_through_the_generic_file_io(tmp_path: Path) -> None:
     """The code path object stores take (no hard links, pyarrow streams for everything)."""
-    file_io = FileIO(pafs.LocalFileSystem())
+    lock = CommitLock.at(f"{tmp_path}/commit.lock")
+    file_io = FileIO(pafs.LocalFileSystem()).with_commit_lock(lock)
     root = f"{tmp_path}/db.db/t"
     schema = build_schema(EVENTS_SCHEMA, ["dt"], [], {}, None)
     assert SchemaManager(file_io, PathFactory(root)).try_create(schema)

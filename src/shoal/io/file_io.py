@@ -10,6 +10,7 @@ FileIO and such a path: :class:`LocalFileIO` for the local disk,
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import os
 import uuid
@@ -19,6 +20,8 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from shoal.errors import InvalidOptionError, UnknownOptionError, UnsafeCommitError
+from shoal.io.commit_lock import LOCK_FILE, CommitLock
 from shoal.io.executor import io_map
 
 logger = logging.getLogger(__name__)
@@ -52,11 +55,12 @@ class FileIO:
     """File operations over any ``pyarrow.fs`` filesystem.
 
     ``try_create`` here checks, then writes: ``pyarrow.fs`` offers no conditional
-    put, so two writers racing for the same snapshot id can both succeed. Concurrent
-    writers on such a filesystem need one writer process at a time (or an external
-    lock). The local disk (:class:`LocalFileIO`) and S3
-    (:class:`~shoal.io.s3_file_io.S3FileIO`, a conditional put) have a truly atomic
-    create: ``atomic_create`` says which.
+    put, so two writers racing for the same snapshot id could both succeed. So it
+    refuses (:class:`~shoal.errors.UnsafeCommitError`) unless a commit lock is
+    configured (``commit_lock``, the storage option ``lock.file``), and then holds the
+    lock from the check to the end of the write. The local disk (:class:`LocalFileIO`)
+    and S3 (:class:`~shoal.io.s3_file_io.S3FileIO`, a conditional put) have a truly
+    atomic create: ``atomic_create`` says which.
     """
 
     atomic_create = False
@@ -67,8 +71,17 @@ class FileIO:
     # microseconds, less than handing it to a pool thread.
     concurrent_deletes = True
 
+    commit_lock: CommitLock | None = None  # held around a create where it is not atomic
+
     def __init__(self, fs: pafs.FileSystem) -> None:
         self.fs = fs
+
+    def with_commit_lock(self, lock: CommitLock) -> FileIO:
+        """A copy of this FileIO whose creates hold ``lock`` (this one is unchanged:
+        FileIOs are shared)."""
+        locked = copy.copy(self)
+        locked.commit_lock = lock
+        return locked
 
     def read_bytes(self, path: str) -> bytes:
         with self.fs.open_input_stream(path) as f:
@@ -86,11 +99,18 @@ class FileIO:
         self.write_bytes(path, data)
 
     def try_create(self, path: str, data: bytes) -> bool:
-        """Create ``path`` holding ``data`` unless it exists; False if it did."""
-        if self.exists(path):
-            return False
-        self.write_bytes(path, data)
-        return True
+        """Create ``path`` holding ``data`` unless it exists; False if it did.
+
+        Every commit publishes through here; without an atomic create, only under the
+        commit lock. Raises UnsafeCommitError when none is configured."""
+        lock = self.commit_lock
+        if lock is None:
+            raise UnsafeCommitError(f"{self.fs.type_name}://{path}")
+        with lock.held():
+            if self.exists(path):
+                return False
+            self.write_bytes(path, data)
+            return True
 
     def exists(self, path: str) -> bool:
         return bool(self.fs.get_file_info(path).type != pafs.FileType.NotFound)
@@ -268,29 +288,72 @@ class LocalFileIO(FileIO):
         return True
 
 
-def file_io_for(uri: str) -> tuple[FileIO, str]:
+def file_io_for(uri: str, storage_options: Mapping[str, str] | None = None) -> tuple[FileIO, str]:
     """The FileIO for a URI or plain path, and the path within its filesystem.
 
-    ``s3://bucket/path`` gives an :class:`~shoal.io.s3_file_io.S3FileIO` configured
-    from the usual AWS environment variables (it needs boto3: ``shoal[s3]``);
-    ``gs://bucket/path`` a FileIO over pyarrow's GcsFileSystem
-    (:mod:`shoal.io.gcs_file_io`). For both, the store must answer a first request
-    within the store time limit (:mod:`shoal.io.connect`), or StoreUnreachableError."""
+    ``s3://bucket/path`` gives an :class:`~shoal.io.s3_file_io.S3FileIO` configured by
+    ``storage_options`` over the usual AWS environment variables (it needs boto3:
+    ``shoal[s3]``); ``gs://bucket/path`` a FileIO over pyarrow's GcsFileSystem
+    (:mod:`shoal.io.gcs_file_io`); Azure URIs (``az://``, ``abfs[s]://``, ``wasb[s]://``)
+    :mod:`shoal.io.azure_file_io`'s. For these, the store must answer a first request
+    within the store time limit (:mod:`shoal.io.connect`), or StoreUnreachableError.
+
+    ``storage_options`` configure the store (docs/tables.md lists the keys of each);
+    ``lock.file`` names a commit lock (:mod:`shoal.io.commit_lock`) for a store without
+    an atomic create, where commits are refused without one. A key the store does not
+    take is refused (UnknownOptionError), never ignored."""
+    options = _checked(storage_options)
+    lock_path = options.pop(LOCK_FILE, None)
+    file_io, path = _store_for(uri, options)
+    if lock_path is not None and not file_io.atomic_create:
+        file_io = file_io.with_commit_lock(CommitLock.at(lock_path))
+    return file_io, path
+
+
+def _checked(storage_options: Mapping[str, str] | None) -> dict[str, str]:
+    if storage_options is None:
+        return {}
+    if not isinstance(storage_options, Mapping):
+        raise InvalidOptionError(
+            "storage_options", type(storage_options).__name__, "give a mapping of strings"
+        )
+    for key in storage_options:
+        if not isinstance(key, str):
+            raise InvalidOptionError(str(key), "<hidden>", "storage option keys are strings")
+    return dict(storage_options)
+
+
+def _store_for(uri: str, options: dict[str, str]) -> tuple[FileIO, str]:
     # The object-store modules load on demand: S3's needs boto3, an extra, and a
     # pyarrow built without GCS support has no GcsFileSystem.
     if uri.startswith("s3://"):
         from shoal.io.s3_file_io import s3_file_io_for
 
-        return s3_file_io_for(uri)
+        return s3_file_io_for(uri, options)
     if uri.startswith(("gs://", "gcs://")):
         from shoal.io.gcs_file_io import gcs_file_io_for
 
-        return gcs_file_io_for(uri)
+        return gcs_file_io_for(uri, options)
+    if uri.startswith(("az://", "abfs://", "abfss://", "wasb://", "wasbs://")):
+        from shoal.io.azure_file_io import azure_file_io_for
+
+        return azure_file_io_for(uri, options)
     if "://" not in uri or uri.startswith("file://"):
+        _refuse_any(options, "a local path")
         local = uri[len("file://") :] if uri.startswith("file://") else uri
         return LocalFileIO(), os.path.abspath(os.path.expanduser(local))
+    _refuse_any(options, uri.split("://", 1)[0] + ":// (configured by its URI)")
     fs, path = pafs.FileSystem.from_uri(uri)
     if isinstance(fs, pafs.LocalFileSystem):
         return LocalFileIO(), path
     logger.debug("using %s for %s", type(fs).__name__, uri)
     return FileIO(fs), path.rstrip("/")
+
+
+def _refuse_any(options: Mapping[str, str], store: str) -> None:
+    """Refuse storage options (but the commit lock's) where the store takes none."""
+    for key in options:
+        suggestion = LOCK_FILE if key.lower().startswith("lock") else None
+        raise UnknownOptionError(
+            key, "<hidden>", f"{store} takes no storage options but {LOCK_FILE}", suggestion
+        )

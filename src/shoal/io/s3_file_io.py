@@ -25,9 +25,10 @@ Two clients share the work:
   "directory marker" objects to imitate directories; shoal uses neither: object
   stores have no directories, and nothing needs them.
 
-Configuration (endpoint, region, credentials, the store time limit) is the usual AWS
-one, read when :func:`s3_file_io_for` first sees it; docs/tables.md lists it, and
-:mod:`shoal.io.connect` holds the time limits.
+Configuration (endpoint, region, credentials, addressing style) comes from
+``storage_options`` (:mod:`shoal.io.s3_options`, Paimon's keys among others) over the
+usual AWS environment, read when :func:`s3_file_io_for` first sees it; docs/tables.md
+lists it, and :mod:`shoal.io.connect` holds the time limits.
 """
 
 from __future__ import annotations
@@ -40,16 +41,17 @@ import random
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
 from shoal.errors import InvalidArgumentError, MissingDependencyError, StoreUnreachableError
-from shoal.io.connect import reach, store_timeout
+from shoal.io.connect import reach
 from shoal.io.executor import io_threads, parallel_map
 from shoal.io.file_io import DeleteError, FileIO
+from shoal.io.s3_options import S3Options
 
 try:
     import boto3
@@ -70,38 +72,11 @@ ARROW_ATTEMPTS = 3  # pyarrow's own default
 BOTO_RETRIES = 5  # throttling and conditional-put conflicts are retried too
 CHECK = (
     "the network connection and any proxy (HTTPS_PROXY), the endpoint "
-    "(AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3), the region (AWS_REGION) and the credentials"
+    "(s3.endpoint or AWS_ENDPOINT_URL), the region (s3.region or AWS_REGION) and the credentials"
 )
 # What boto3 raises for a request that got no answer: the connection failed (refused,
 # timed out, DNS, proxy, TLS) or the response did not come (read timeout, closed).
 _UNANSWERED = (BotoConnectionError, HTTPClientError)
-
-
-@dataclass(frozen=True, slots=True)
-class S3Options:
-    """Where and how to reach the store; None leaves a setting to the SDKs' defaults."""
-
-    endpoint_url: str | None = None  # e.g. "http://localhost:9000"; None: AWS
-    region: str | None = None
-    access_key: str | None = None
-    secret_key: str | None = None
-    session_token: str | None = None
-    timeout: float = 30.0  # the store time limit, seconds (shoal.io.connect)
-
-    @staticmethod
-    def from_env(environ: Mapping[str, str] | None = None) -> S3Options:
-        """Endpoint and region from the AWS environment variables (credentials are
-        left to the SDKs' default chains, which read them from there too), the time
-        limit from ``SHOAL_STORE_TIMEOUT``."""
-        env = os.environ if environ is None else environ
-        endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None
-        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
-        return S3Options(endpoint_url=endpoint, region=region, timeout=store_timeout(env))
-
-    def store(self, bucket: str) -> str:
-        """The store as error messages name it."""
-        where = f" at {self.endpoint_url}" if self.endpoint_url else ""
-        return f"s3://{bucket}{where}"
 
 
 class S3FileIO(FileIO):
@@ -331,6 +306,8 @@ def _arrow_filesystem(options: S3Options) -> pafs.S3FileSystem:
             kwargs["scheme"] = endpoint.scheme or "https"
         else:  # "host:port" without a scheme
             kwargs["endpoint_override"] = options.endpoint_url
+    if options.path_style is not None:
+        kwargs["force_virtual_addressing"] = not options.path_style
     if options.access_key:
         kwargs.update(
             access_key=options.access_key,
@@ -340,13 +317,19 @@ def _arrow_filesystem(options: S3Options) -> pafs.S3FileSystem:
     return pafs.S3FileSystem(**kwargs)
 
 
+def _addressing(options: S3Options) -> str:
+    if options.path_style is None:
+        return "path" if options.endpoint_url else "auto"
+    return "path" if options.path_style else "virtual"
+
+
 def _boto3_client(options: S3Options) -> Any:
     config = Config(
         max_pool_connections=io_threads(),
         connect_timeout=options.timeout / 6,
         read_timeout=options.timeout,
         retries={"mode": "standard", "max_attempts": BOTO_RETRIES},
-        s3={"addressing_style": "path"} if options.endpoint_url else None,
+        s3={"addressing_style": _addressing(options)},
     )
     endpoint = options.endpoint_url
     if endpoint and "://" not in endpoint:
@@ -363,25 +346,28 @@ def _boto3_client(options: S3Options) -> Any:
     )
 
 
-def s3_file_io_for(uri: str) -> tuple[S3FileIO, str]:
-    """The S3FileIO for ``s3://bucket/path`` (configured from the environment; one
-    instance per configuration), once the bucket answered (see
+def s3_file_io_for(
+    uri: str, storage_options: Mapping[str, str] | None = None
+) -> tuple[S3FileIO, str]:
+    """The S3FileIO for ``s3://bucket/path`` (configured by ``storage_options`` over
+    the environment; one instance per configuration), once the bucket answered (see
     :func:`shoal.io.connect.reach`), and ``bucket/path``.
 
     Raises:
         StoreUnreachableError: the store gave no answer within the time limit.
+        UnknownOptionError / InvalidOptionError: a storage option S3 cannot use.
         InvalidArgumentError: a URI or a ``SHOAL_STORE_TIMEOUT`` that cannot be used.
     """
     parts = urlsplit(uri)
     if parts.query or parts.fragment:
         raise InvalidArgumentError(
-            f"{uri!r}: S3 options are read from the AWS environment variables "
-            "(AWS_ENDPOINT_URL, AWS_REGION, ...), not from the URI"
+            f"{uri!r}: S3 is configured by storage_options (s3.endpoint, s3.region, ...) "
+            "or the AWS environment variables, not by the URI"
         )
     bucket = parts.netloc
     path = f"{bucket}{parts.path}".rstrip("/")
     split_path(path)
-    options = S3Options.from_env()
+    options = S3Options.from_env().with_storage_options(storage_options or {})
 
     def connect() -> S3FileIO:
         resolved = options
