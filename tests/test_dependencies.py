@@ -31,6 +31,8 @@ EXTRA_OF_MODULE = {
     "shoal.spark": "spark",
     "pyspark_shoal": "spark",
     "shoal.io.s3_file_io": "s3",
+    "shoal.io.gcs_file_io": "gcs",
+    "shoal.io.azure_file_io": "azure",
     "shoal.read.frames": "polars",  # polars, imported by to_polars only
 }
 # Trees that run with the development extra installed.
