@@ -20,6 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 OUTPUT_KEY = "shoal.output"
 _OUTPUT_GIVEN = "shoal.output.given"
 _WAREHOUSE_GIVEN = "shoal.warehouse.given"
+STORAGE_OPTIONS_KEY = "shoal.storage_options"
 # The commands that write their result to a file (``--output parquet FILE``).
 FILE_COMMANDS = frozenset({"read"})
 WAREHOUSE_ENV = "SHOAL_WAREHOUSE"
@@ -108,7 +109,8 @@ def _set_verbose(ctx: click.Context, _param: click.Parameter, value: int) -> Non
 
 
 def verbose_option(f: F) -> F:
-    """``-v/--verbose`` (repeatable), before or after the command."""
+    """``-v/--verbose`` (repeatable) and ``--storage-option KEY=VALUE`` (repeatable),
+    before or after the command."""
     option = click.option(
         "-v",
         "--verbose",
@@ -117,7 +119,47 @@ def verbose_option(f: F) -> F:
         callback=_set_verbose,
         help="Log shoal's progress (-vv: debug).",
     )
+    return option(storage_option(f))
+
+
+def _set_storage_options(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> None:
+    """Each ``KEY=VALUE`` into the run's storage options; after the command, a key
+    given before it too takes the later value."""
+    found = ctx.find_root().meta.setdefault(STORAGE_OPTIONS_KEY, {})
+    for text in values:
+        key, equals, value = text.partition("=")
+        if not equals or not key.strip():
+            raise click.BadParameter(
+                f"{key.strip() or text!r}: give KEY=VALUE, such as s3.endpoint=http://host:9000",
+                ctx=ctx,
+                param=param,
+            )
+        found[key.strip()] = value
+
+
+def storage_option(f: F) -> F:
+    """``--storage-option KEY=VALUE``, repeatable: the store's configuration."""
+    option = click.option(
+        "--storage-option",
+        "storage_option",
+        metavar="KEY=VALUE",
+        multiple=True,
+        expose_value=False,
+        callback=_set_storage_options,
+        help="Configure the store (repeatable), such as s3.endpoint=URL or "
+        "lock.file=PATH; docs/tables.md lists the keys of each store.",
+    )
     return option(f)
+
+
+def storage_options() -> dict[str, str]:
+    """The ``--storage-option`` pairs of this run (empty when none was given)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return {}
+    return dict(ctx.find_root().meta.get(STORAGE_OPTIONS_KEY, {}))
 
 
 def inherit_warehouse(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -217,13 +259,13 @@ def open_table(ref: str, warehouse: str | None) -> Table:
         click.UsageError: a ``db.table`` name without a warehouse.
     """
     if warehouse and not is_path(ref):
-        return Catalog(_local(warehouse)).get_table(ref)
+        return Catalog(_local(warehouse), storage_options=storage_options()).get_table(ref)
     if not is_path(ref) and not os.path.isdir(ref):
         raise click.UsageError(
             f"TABLE {ref!r} is not a path; to name a table as db.table give --warehouse DIR "
             f"(or set {WAREHOUSE_ENV})"
         )
-    return Table.open(_local(ref))
+    return Table.open(_local(ref), storage_options=storage_options())
 
 
 def catalog_target(ref: str, warehouse: str | None) -> tuple[Catalog, str]:
@@ -232,7 +274,7 @@ def catalog_target(ref: str, warehouse: str | None) -> tuple[Catalog, str]:
     A path must have the catalog layout ``WAREHOUSE/DB.db/TABLE``.
     """
     if warehouse and not is_path(ref):
-        return Catalog(_local(warehouse)), ref
+        return Catalog(_local(warehouse), storage_options=storage_options()), ref
     if not is_path(ref):
         raise click.UsageError(
             f"TABLE {ref!r} is not a path; to name a table as db.table give --warehouse DIR "
@@ -246,13 +288,13 @@ def catalog_target(ref: str, warehouse: str | None) -> tuple[Catalog, str]:
             f"cannot create {ref!r}: a table path must look like WAREHOUSE/DATABASE.db/TABLE "
             "(or name the table as db.table with --warehouse)"
         )
-    return Catalog(root), f"{database[: -len('.db')]}.{name}"
+    return Catalog(root, storage_options=storage_options()), f"{database[: -len('.db')]}.{name}"
 
 
 def require_warehouse(warehouse: str | None) -> Catalog:
     if not warehouse:
         raise click.UsageError(f"give --warehouse DIR (or set {WAREHOUSE_ENV})")
-    return Catalog(_local(warehouse))
+    return Catalog(_local(warehouse), storage_options=storage_options())
 
 
 def table_label(table: Table) -> str:
