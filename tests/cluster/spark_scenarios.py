@@ -163,7 +163,7 @@ def row_operations(
         shoal.spark.merge(frame(spark, changes), path, on=["dt", "id"])
         .when_matched_update()
         .when_not_matched_insert()
-        .execute()
+        .execute_with_counts()
     )
     return {
         "deleted": [r.asDict() for r in deleted],

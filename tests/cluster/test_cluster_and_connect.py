@@ -187,7 +187,7 @@ def test_row_operations(s3: S3Env, driver: Runner, kind: str) -> None:
         local.merge(pa.Table.from_pylist(changes, schema=EVENTS_SCHEMA), on=["dt", "id"])
         .when_matched_update()
         .when_not_matched_insert()
-        .execute()
+        .execute_with_counts()
     )
 
     got = driver.run(

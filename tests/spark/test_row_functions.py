@@ -240,7 +240,7 @@ def _merged(builder: Any) -> Any:
         builder.when_matched_delete(source_condition="n < 0")
         .when_matched_update()
         .when_not_matched_insert()
-        .execute()
+        .execute_with_counts()
     )
 
 
@@ -285,6 +285,13 @@ def test_merge_with_an_open_table_and_named_values(spark: SparkSession, tmp_path
     )
 
     assert (result.updated, result.inserted) == (1, 0)
+    again = (
+        shoal.spark.merge(frame, table, on=["dt", "id"])
+        .when_matched_update(set={"n": pa.scalar(0.0)})
+        .execute()
+    )
+    assert again == table.latest_snapshot()
+    assert again.id == result.snapshot.id + 1
     (row,) = table.to_arrow(filter="id = 5").to_pylist()
     assert row["v"] == "five"
 
