@@ -247,7 +247,7 @@ def _context(builder: MergeBuilder, schema: TableSchema) -> _Context:
     for clause in builder.clauses:
         if clause.action == "insert":
             _check_values(clause, arrow, source, set())
-        else:
+        elif clause.action == "update":
             _check_values(clause, arrow, source, fixed | set(schema.partition_keys))
         target = None
         if clause.action != "insert":

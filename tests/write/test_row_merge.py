@@ -375,3 +375,15 @@ def test_primary_key_delete_keeps_whole_rows_in_an_input_changelog(
         {"rowkind": "-D", "dt": "a", "id": 1, "v": 10, "name": "n1"},
         {"rowkind": "+I", "dt": "a", "id": 3, "v": 30, "name": "n3"},
     ]
+
+
+@both
+def test_a_delete_needs_only_the_key_columns_of_the_source(
+    catalog: shoal.Catalog, primary_key: bool
+) -> None:
+    table = make(catalog, primary_key)
+    table.append(rows([1, 2, 3], [10, 20, 30]))
+    keys = pa.table({"dt": ["a", "a"], "id": [2, 9]})
+    result = table.merge(keys, on=["dt", "id"]).when_matched_delete().execute_with_counts()
+    assert (result.deleted, result.rows) == (1, 1)
+    assert [row[1] for row in content(table)] == [1, 3]
