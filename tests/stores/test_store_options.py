@@ -11,6 +11,7 @@ import pytest
 import shoal
 from shoal.io.azure_file_io import azure_file_io_for, azure_options
 from shoal.io.gcs_file_io import gcs_file_io_for, gcs_options
+from tests.conftest import EVENTS_SCHEMA, events
 from tests.io.stores import closed_port, silent_server
 from tests.stores import emulators
 from tests.stores.store_support import AzureEnv, GcsEnv
@@ -176,3 +177,25 @@ def test_an_azure_endpoint_that_cannot_be_reached(monkeypatch: pytest.MonkeyPatc
             assert time.monotonic() - started < BOUND + SLACK
             assert info.value.store.startswith("az://ctr at http://127.0.0.1:")
             assert emulators.AZURE_KEY not in str(info.value)
+
+
+def test_catalog_and_open_table_take_the_storage_options(
+    gcs: GcsEnv, azure: AzureEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("STORAGE_EMULATOR_HOST", "AZURE_STORAGE_CONNECTION_STRING"):
+        monkeypatch.delenv(name)
+    stores = [
+        (gcs.uri("wh"), {"fs.gs.storage.root.url": gcs.endpoint, "anonymous": "true"}),
+        (
+            azure.uri("wh"),
+            {"connection_string": emulators.azure_connection_string(azure.endpoint)},
+        ),
+    ]
+    for warehouse, storage_options in stores:
+        catalog = shoal.Catalog(warehouse, storage_options=storage_options)
+        table = catalog.create_table("db.t", EVENTS_SCHEMA)
+        table.append(events([1, 2]))
+        reopened = shoal.open_table(f"{warehouse}/db.db/t", storage_options=storage_options)
+        assert sorted(reopened.to_arrow()["id"].to_pylist()) == [1, 2]
+        with pytest.raises(shoal.UnknownOptionError):
+            shoal.Catalog(warehouse, storage_options={**storage_options, "s3.endpoint": "x"})
