@@ -13,6 +13,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.orc as po
+import pyarrow.parquet as pq
 import pytest
 
 import shoal
@@ -24,33 +25,45 @@ FORMATS = ("parquet", "orc", "avro")
 
 # Types beyond ALL_TYPES: TIME, CHAR/VARCHAR lengths, TIMESTAMP(0), maps with
 # non-string keys, nested decimals and timestamps, NOT NULL columns.
-EXTRA = pa.schema([
-    pa.field("k", pa.int32(), nullable=False),
-    ("t", pa.time32("ms")),
-    ("ts0", pa.timestamp("s")),
-    ("ltz3", pa.timestamp("ms", tz="UTC")),
-    ("im", pa.map_(pa.int32(), pa.decimal128(5, 1))),
-    ("nested", pa.list_(pa.struct([("d", pa.decimal128(20, 3)), ("ts", pa.timestamp("us"))]))),
-    pa.field("req", pa.string(), nullable=False),
-    ("f", pa.float64()),
-])
+EXTRA = pa.schema(
+    [
+        pa.field("k", pa.int32(), nullable=False),
+        ("t", pa.time32("ms")),
+        ("ts0", pa.timestamp("s")),
+        ("ltz3", pa.timestamp("ms", tz="UTC")),
+        ("im", pa.map_(pa.int32(), pa.decimal128(5, 1))),
+        ("nested", pa.list_(pa.struct([("d", pa.decimal128(20, 3)), ("ts", pa.timestamp("us"))]))),
+        pa.field("req", pa.string(), nullable=False),
+        ("f", pa.float64()),
+    ]
+)
 
 
 def _extra_rows(n: int) -> pa.Table:
-    return pa.table({
-        "k": pa.array(range(n), pa.int32()),
-        "t": pa.array([time(1, 2, 3, 4000 * i) if i % 3 else None for i in range(n)],
-                      pa.time32("ms")),
-        "ts0": pa.array([datetime(2020, 1, 1, 0, 0, i) for i in range(n)], pa.timestamp("s")),
-        "ltz3": pa.array([datetime(1960, 5, 1, 0, 0, 0, 1000 * i) for i in range(n)],
-                         pa.timestamp("ms", tz="UTC")),
-        "im": pa.array([[(i, Decimal(i) / 10), (-i - 1, None)] for i in range(n)],
-                       pa.map_(pa.int32(), pa.decimal128(5, 1))),
-        "nested": [[{"d": Decimal(-i) / 1000, "ts": datetime(2001, 1, 1, 0, 0, 0, i)}, None]
-                   for i in range(n)],
-        "req": [f"r{i}" for i in range(n)],
-        "f": [float("-inf") if i == 1 else i * 1.5 for i in range(n)],
-    }, schema=EXTRA)
+    return pa.table(
+        {
+            "k": pa.array(range(n), pa.int32()),
+            "t": pa.array(
+                [time(1, 2, 3, 4000 * i) if i % 3 else None for i in range(n)], pa.time32("ms")
+            ),
+            "ts0": pa.array([datetime(2020, 1, 1, 0, 0, i) for i in range(n)], pa.timestamp("s")),
+            "ltz3": pa.array(
+                [datetime(1960, 5, 1, 0, 0, 0, 1000 * i) for i in range(n)],
+                pa.timestamp("ms", tz="UTC"),
+            ),
+            "im": pa.array(
+                [[(i, Decimal(i) / 10), (-i - 1, None)] for i in range(n)],
+                pa.map_(pa.int32(), pa.decimal128(5, 1)),
+            ),
+            "nested": [
+                [{"d": Decimal(-i) / 1000, "ts": datetime(2001, 1, 1, 0, 0, 0, i)}, None]
+                for i in range(n)
+            ],
+            "req": [f"r{i}" for i in range(n)],
+            "f": [float("-inf") if i == 1 else i * 1.5 for i in range(n)],
+        },
+        schema=EXTRA,
+    )
 
 
 def _file_names(table: shoal.Table) -> list[str]:
@@ -62,15 +75,18 @@ def _stats(table: shoal.Table) -> list[list[dict[str, object]]]:
     minimum of 0, which compares equal)."""
     files = table.system_table("files").sort_by("level")
     columns = ("min_value_stats", "max_value_stats", "null_value_counts")
-    return [
-        [json.loads(files[c][i].as_py()) for c in columns] for i in range(files.num_rows)
-    ]
+    return [[json.loads(files[c][i].as_py()) for c in columns] for i in range(files.num_rows)]
 
 
 @pytest.mark.parametrize("fmt", ["orc", "avro"])
-@pytest.mark.parametrize(("schema", "rows"), [
-    (ALL_TYPES, all_types_rows(12)), (EXTRA, _extra_rows(9)),
-], ids=["all_types", "extra"])
+@pytest.mark.parametrize(
+    ("schema", "rows"),
+    [
+        (ALL_TYPES, all_types_rows(12)),
+        (EXTRA, _extra_rows(9)),
+    ],
+    ids=["all_types", "extra"],
+)
 def test_append_round_trip_and_stats_match_parquet(
     catalog: shoal.Catalog, fmt: str, schema: pa.Schema, rows: pa.Table
 ) -> None:
@@ -111,7 +127,9 @@ def test_formats_per_level_mix_in_one_bucket(catalog: shoal.Catalog) -> None:
     """Level 0 is written in Avro, the top level in Parquet; reads merge both, and a
     compaction of Avro inputs writes Parquet."""
     table = catalog.create_table(
-        "db.pk", ALL_TYPES, primary_keys=["k"],
+        "db.pk",
+        ALL_TYPES,
+        primary_keys=["k"],
         options={"file.format": "orc", "file.format.per.level": "0:avro,5:parquet", "bucket": "1"},
     )
     rows = all_types_rows(20)
@@ -167,10 +185,14 @@ def test_written_files_are_paimons_layout(catalog: shoal.Catalog, warehouse: str
     assert fields["t"] == ["null", {"type": "int", "logicalType": "time-millis"}]
 
 
-@pytest.mark.parametrize(("fmt", "column"), [
-    ("avro", pa.timestamp("ns")), ("avro", pa.timestamp("ns", tz="UTC")),
-    ("orc", pa.binary(4)),
-])
+@pytest.mark.parametrize(
+    ("fmt", "column"),
+    [
+        ("avro", pa.timestamp("ns")),
+        ("avro", pa.timestamp("ns", tz="UTC")),
+        ("orc", pa.binary(4)),
+    ],
+)
 def test_types_a_format_cannot_hold_are_refused(
     catalog: shoal.Catalog, fmt: str, column: pa.DataType
 ) -> None:
@@ -182,13 +204,16 @@ def test_types_a_format_cannot_hold_are_refused(
     assert table.latest_snapshot() is None
 
 
-@pytest.mark.parametrize(("options", "error"), [
-    ({"file.format": "lance"}, UnsupportedFeatureError),
-    ({"file.format": "csv"}, UnsupportedFeatureError),
-    ({"file.format.per.level": "0:json"}, UnsupportedFeatureError),
-    ({"file.format.per.level": "x:orc"}, InvalidOptionError),
-    ({"file.format": "orc", "file.compression": "brotli"}, None),
-])
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"file.format": "lance"}, UnsupportedFeatureError),
+        ({"file.format": "csv"}, UnsupportedFeatureError),
+        ({"file.format.per.level": "0:json"}, UnsupportedFeatureError),
+        ({"file.format.per.level": "x:orc"}, InvalidOptionError),
+        ({"file.format": "orc", "file.compression": "brotli"}, None),
+    ],
+)
 def test_other_formats_are_refused(
     catalog: shoal.Catalog, options: dict[str, str], error: type[Exception] | None
 ) -> None:
@@ -217,3 +242,36 @@ def test_an_orc_timestamp_finer_than_its_column_is_refused_not_dropped() -> None
         orc.as_table_types(stored, pa.schema([("ts", pa.timestamp("ms"))]))
     widened = orc.as_table_types(stored, pa.schema([("ts", pa.timestamp("us"))]))
     assert widened["ts"].cast(pa.int64()).to_pylist() == [1_000_123, 2_000_000]
+
+
+def test_parquet_columns_repeating_their_values_are_dictionary_encoded(
+    catalog: shoal.Catalog,
+) -> None:
+    """A column whose values repeat is dictionary encoded, one of unique values plain
+    (as Java's writer falls back when a dictionary saves nothing); the rows are the same."""
+    table = catalog.create_table(
+        "db.enc",
+        pa.schema([("id", pa.int64()), ("day", pa.string()), ("tags", pa.list_(pa.int8()))]),
+    )
+    rows = pa.table(
+        {
+            "id": range(20_000),
+            "day": [f"2026-11-{d % 3 + 1:02d}" for d in range(20_000)],
+            "tags": [[1]] * 20_000,
+        }
+    )
+    plain = pa.table({"id": rows["id"], "day": [f"d{i}" for i in range(20_000)]})
+    assert data_formats.dictionary_columns(rows) is True  # nested: every leaf, as pyarrow does
+    assert data_formats.dictionary_columns(plain) == []
+    assert data_formats.dictionary_columns(rows.drop_columns(["tags"])) == ["day"]
+
+    flat = catalog.create_table("db.flat", pa.schema([("id", pa.int64()), ("day", pa.string())]))
+    flat.append(rows.drop_columns(["tags"]))
+    (path,) = Path(flat.path).rglob("*.parquet")
+    chunk = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {chunk.column(i).path_in_schema: chunk.column(i).encodings for i in range(2)}
+    assert "RLE_DICTIONARY" in encodings["day"]
+    assert "RLE_DICTIONARY" not in encodings["id"]
+    assert flat.to_arrow().sort_by("id").equals(rows.drop_columns(["tags"]))
+    table.append(rows)
+    assert table.to_arrow().sort_by("id").to_pylist() == rows.to_pylist()

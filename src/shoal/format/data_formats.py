@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import fastavro
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.orc as po
 import pyarrow.parquet as pq
 
@@ -88,17 +89,55 @@ def _slices(table: pa.Table, batch_rows: int) -> Iterator[pa.RecordBatch]:
 # --- Parquet ---------------------------------------------------------------------------------
 
 
+# Dictionary encoding pays when a column repeats its values: a column whose first rows
+# are at least half distinct is written plain, as parquet-mr (Paimon's Java writer)
+# falls back to plain when the dictionary does not make the column smaller. pyarrow
+# keeps a dictionary up to 1 MiB whatever it saves, which for unique ids and measures
+# doubles the time to encode and makes the file larger.
+_DICTIONARY_SAMPLE = 8192
+
+
+def dictionary_columns(table: pa.Table) -> bool | list[str]:
+    """Which columns of ``table`` to write with dictionary encoding (True: all), judged
+    from its first rows. Nested columns keep pyarrow's choice (every leaf)."""
+    if table.num_rows == 0 or any(pa.types.is_nested(f.type) for f in table.schema):
+        return True
+    sample = table.slice(0, _DICTIONARY_SAMPLE)
+    return [
+        name
+        for name, column in zip(sample.column_names, sample.columns, strict=True)
+        if pc.count_distinct(column, mode="all").as_py() * 2 <= sample.num_rows
+    ]
+
+
 class _ParquetWriter:
+    """The file is opened at the first rows, whose repetition decides the columns'
+    encoding (:func:`dictionary_columns`)."""
+
     def __init__(self, sink: Any, schema: pa.Schema, compression: str) -> None:
+        self._sink = sink
+        self._compression = compression
         self._stored = parquet.stored_schema(schema)
-        self._writer = pq.ParquetWriter(
-            sink, self._stored, compression=compression, **parquet.writer_options(self._stored)
+        self._writer: pq.ParquetWriter | None = None
+
+    def _open(self, dictionary: bool | list[str]) -> pq.ParquetWriter:
+        return pq.ParquetWriter(
+            self._sink,
+            self._stored,
+            compression=self._compression,
+            use_dictionary=dictionary,
+            **parquet.writer_options(self._stored),
         )
 
     def write(self, table: pa.Table) -> None:
-        self._writer.write_table(parquet.to_stored(table, self._stored))
+        stored = parquet.to_stored(table, self._stored)
+        if self._writer is None:
+            self._writer = self._open(dictionary_columns(stored))
+        self._writer.write_table(stored)
 
     def close(self) -> pq.FileMetaData | None:
+        if self._writer is None:
+            self._writer = self._open(True)
         self._writer.close()
         return self._writer.writer.metadata
 
