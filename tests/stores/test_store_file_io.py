@@ -4,6 +4,7 @@ Parquet read through pyarrow."""
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 
@@ -101,3 +102,17 @@ def test_parquet_through_open_input_file(store: StoreEnv) -> None:
         assert read.metadata.num_row_groups == 5
         assert read.read_row_group(3).column("id")[0].as_py() == 3000
     assert pq.read_table(f"{root}/data/f.parquet", filesystem=file_io.fs).equals(table)
+
+
+def test_a_file_io_travels_to_another_process(store: StoreEnv) -> None:
+    """Spark ships FileIOs to its workers by pickling; the copy reaches the same store
+    and makes its own client."""
+    file_io, root = file_io_for(store.uri("wh"))
+    file_io.write_bytes(f"{root}/a", b"1")
+    copy = pickle.loads(pickle.dumps(file_io))
+    assert type(copy) is type(file_io)
+    assert copy.read_bytes(f"{root}/a") == b"1"
+    assert copy.try_create(f"{root}/b", b"2")
+    assert not copy.try_create(f"{root}/b", b"3")
+    with copy.open_input_file(f"{root}/b") as f:
+        assert f.read() == b"2"
