@@ -13,6 +13,7 @@ from shoal.cli.common import (
     open_table,
     output,
     spark_options,
+    storage_options,
     table_argument,
     table_label,
     table_options,
@@ -75,7 +76,9 @@ def compact(
             import shoal.spark
 
             spark = spark_session(master)
-            result = shoal.spark.compact(spark, opened.path, strategy, threshold)
+            result = shoal.spark.compact(
+                spark, opened.path, strategy, threshold, storage_options=storage_options()
+            )
         else:
             result = opened.compact(strategy, threshold)
     snapshot_id = result.snapshot.id if result.snapshot is not None else None
@@ -212,7 +215,13 @@ def expire_snapshots(
 
             spark = spark_session(master)
             result = shoal.spark.expire_snapshots(
-                spark, opened.path, retain_min, retain_max, threshold, max_deletes
+                spark,
+                opened.path,
+                retain_min,
+                retain_max,
+                threshold,
+                max_deletes,
+                storage_options=storage_options(),
             )
         else:
             result = opened.expire_snapshots(retain_min, retain_max, threshold, max_deletes)
@@ -315,7 +324,9 @@ def remove_orphan_files(
             import shoal.spark
 
             spark = spark_session(master)
-            result = shoal.spark.remove_orphan_files(spark, opened.path, threshold, dry_run)
+            result = shoal.spark.remove_orphan_files(
+                spark, opened.path, threshold, dry_run, storage_options=storage_options()
+            )
         else:
             result = opened.remove_orphan_files(threshold, dry_run)
     doc = {**dataclasses.asdict(result), "dry_run": dry_run}

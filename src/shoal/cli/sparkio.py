@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from shoal.cli.common import storage_options
 from shoal.errors import InvalidArgumentError
 from shoal.table import Table
 
@@ -40,7 +41,7 @@ WRITE_MODES: tuple[WriteMode, ...] = ("append", "upsert", "overwrite")
 
 def table_struct(spark: SparkSession, table: Table) -> StructType:
     """The Spark schema of ``table``'s rows, as the data source reads them."""
-    return spark.read.format("shoal").load(table.path).schema
+    return spark.read.format("shoal").options(**storage_options()).load(table.path).schema
 
 
 def read_source(
@@ -95,9 +96,11 @@ def write_dataframe(
         )
     if dynamic_partition_overwrite and mode != "overwrite":
         raise InvalidArgumentError("dynamic partition overwrite applies to --mode overwrite")
+    storage = storage_options()
     write_table(
-        prepare_for_write(frame, table.path),
+        prepare_for_write(frame, table.path, storage_options=storage),
         table.path,
         "overwrite" if mode == "overwrite" else "append",
         dynamic_partition_overwrite=dynamic_partition_overwrite,
+        storage_options=storage,
     )

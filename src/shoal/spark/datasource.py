@@ -71,7 +71,7 @@ class ShoalDataSource(DataSource):
         if not self.bound_options:
             refuse_catalog_create(self.options)
         options = self._options()
-        store = open_store(options.path)
+        store = open_store(options.path, options.storage_options)
         schema = store.schema
         if options.time_travel:
             snapshot = (

@@ -28,7 +28,7 @@ import heapq
 import logging
 import os
 import pickle
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -49,7 +49,7 @@ from shoal.core.paths import PathFactory
 from shoal.core.schema_manager import SchemaManager
 from shoal.core.store import FileStore
 from shoal.errors import InvalidArgumentError, ShoalError, TableNotFoundError
-from shoal.io import FileStatus, file_io_for
+from shoal.io import FileIO, FileStatus, file_io_for
 from shoal.table import Table
 from shoal.transaction import Transaction
 from shoal.write.files import CommitMessage
@@ -84,16 +84,18 @@ def compact(
     table_path: str,
     strategy: str | None = None,
     event_time_threshold: datetime | int | None = None,
+    *,
+    storage_options: Mapping[str, str] | None = None,
 ) -> CompactResult:
     """Compact the primary-key table at ``table_path`` with one Spark task per group
     of buckets and one COMPACT commit; the arguments are those of ``Table.compact``,
     and so is everything but the rewrite (the same transaction, on the driver)."""
-    store = _open_table(table_path)
+    store = _open_table(table_path, storage_options)
     if not store.is_primary_key:
         raise InvalidArgumentError(
             f"compact needs a primary-key table; {table_path} is an append table"
         )
-    rewrite_all = partial(_rewrite_on_spark, spark, _StoreRef(store.uri, store.schema.id))
+    rewrite_all = partial(_rewrite_on_spark, spark, _StoreRef.of(store))
     return Transaction(store).compact(strategy, event_time_threshold, rewrite_all=rewrite_all)
 
 
@@ -102,12 +104,14 @@ def remove_orphan_files(
     table_path: str,
     older_than: datetime | None = None,
     dry_run: bool = False,
+    *,
+    storage_options: Mapping[str, str] | None = None,
 ) -> OrphanFilesResult:
     """Delete the files of the table at ``table_path`` that nothing reaches and that
     are older than ``older_than`` (default: now minus one day), as
     ``Table.remove_orphan_files`` does: the same run, with the listing, the manifest
     reads and the sweep in Spark tasks. ``dry_run`` only reports the files."""
-    store = _open_table(table_path)
+    store = _open_table(table_path, storage_options)
     executor = _OrphansOnSpark(spark, max_tasks(spark))
     return _orphans.remove_orphan_files(
         store, older_than=older_than, dry_run=dry_run, executor=executor
@@ -121,18 +125,20 @@ def expire_snapshots(  # noqa: PLR0917 (positional like Table.expire_snapshots)
     retain_max: int | None = None,
     older_than: datetime | None = None,
     max_deletes: int | None = None,
+    *,
+    storage_options: Mapping[str, str] | None = None,
 ) -> ExpireResult:
     """Expire snapshots of the table at ``table_path`` as ``Table.expire_snapshots``
     does (arguments left as None come from the table options), deleting the data
     files and manifests in Spark tasks."""
-    store = _open_table(table_path)
+    store = _open_table(table_path, storage_options)
     return _expire.expire_snapshots(
         store,
         retain_min=retain_min,
         retain_max=retain_max,
         older_than=older_than,
         max_deletes=max_deletes,
-        delete=partial(_delete_on_spark, spark, store.uri),
+        delete=partial(_delete_on_spark, spark, store.file_io),
     )
 
 
@@ -141,6 +147,8 @@ def expire_partitions(
     table_path: str,
     expiration_time: timedelta | str | None = None,
     now: datetime | None = None,
+    *,
+    storage_options: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Drop the partitions of the table at ``table_path`` older than
     ``expiration_time`` (default: ``partition.expiration-time``), as
@@ -152,7 +160,8 @@ def expire_partitions(
     the files later), so there is no work to hand out, and a commit is made by one
     process."""
     del spark
-    return Table.open(table_path).expire_partitions(expiration_time, now=now)
+    table = Table.open(table_path, storage_options=storage_options)
+    return table.expire_partitions(expiration_time, now=now)
 
 
 # --- grouping --------------------------------------------------------------------------------
@@ -200,31 +209,36 @@ def balanced(items: Sequence[Item], weight: Callable[[Item], int], count: int) -
 # --- opening the table -----------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class _StoreRef:
-    """What a task needs to open the table: its location and the schema of the job."""
+    """What a task needs to open the table: the driver's FileIO (pickled with the task,
+    so the store's configuration, storage options included, travels with it), the
+    table's location and the schema of the job."""
 
+    file_io: FileIO
     uri: str
+    root: str
     schema_id: int
 
+    @staticmethod
+    def of(store: FileStore) -> _StoreRef:
+        return _StoreRef(store.file_io, store.uri, store.root, store.schema.id)
+
     def open(self) -> FileStore:
-        return _open_store(self.uri, self.schema_id)
+        schema = SchemaManager(self.file_io, PathFactory(self.root)).schema(self.schema_id)
+        if schema is None:
+            raise TableNotFoundError(self.uri)
+        return FileStore(self.file_io, self.uri, self.root, schema)
 
 
-def _open_store(uri: str, schema_id: int | None = None) -> FileStore:
-    """The table at ``uri`` with its latest schema, or with ``schema_id``."""
-    file_io, root = file_io_for(uri)
-    schemas = SchemaManager(file_io, PathFactory(root))
-    schema = schemas.latest() if schema_id is None else schemas.schema(schema_id)
-    if schema is None:
-        raise TableNotFoundError(uri)
-    return FileStore(file_io, uri, root, schema)
-
-
-def _open_table(uri: str) -> FileStore:
+def _open_table(uri: str, storage_options: Mapping[str, str] | None = None) -> FileStore:
     """The table's store on the driver, refused as ``shoal.open_table`` refuses it; a
     local path is made absolute, so that tasks find it whatever their directory."""
     if "://" not in uri:
         uri = os.path.abspath(os.path.expanduser(uri))
-    store = _open_store(uri)
+    file_io, root = file_io_for(uri, storage_options)
+    schema = SchemaManager(file_io, PathFactory(root)).latest()
+    if schema is None:
+        raise TableNotFoundError(uri)
+    store = FileStore(file_io, uri, root, schema)
     Table(store)  # the checks of an open table (fixed buckets for primary keys)
     return store
 
@@ -358,14 +372,12 @@ class _OrphansOnSpark:
     def list_candidates(
         self, store: FileStore, directories: Sequence[tuple[str, bool]]
     ) -> _CandidatesOnSpark:
-        groups = [(store.uri, g) for g in chunks(directories, self.most)]
+        groups = [(store.file_io, g) for g in chunks(directories, self.most)]
         listed = _run_groups(self.spark, groups, _list_directories, _LISTED).persist()
-        return _CandidatesOnSpark(
-            self.spark, _StoreRef(store.uri, store.schema.id), self.most, listed
-        )
+        return _CandidatesOnSpark(self.spark, _StoreRef.of(store), self.most, listed)
 
     def manifests_named_by(self, store: FileStore, list_names: Sequence[str]) -> set[str]:
-        ref = _StoreRef(store.uri, store.schema.id)
+        ref = _StoreRef.of(store)
         groups = [(ref, g) for g in chunks(list_names, self.most)]
         read = _collect(_run_groups(self.spark, groups, _manifests_of, _NAMES))
         return set(read.column("name").to_pylist())
@@ -406,7 +418,7 @@ class _CandidatesOnSpark:
             used = reached.where(~_is_error()).drop(_ERROR)
             candidates = self.listed.where(~_is_error() & F.col("path").isNotNull()).drop(_ERROR)
             unused = candidates.join(used, "name", "left_anti").repartition(self.most, "dir")
-            task = _SweepTask(self.ref.uri, sweep)
+            task = _SweepTask(self.ref.file_io, sweep)
             swept = _collect(unused.mapInArrow(task, _spark_schema(_SWEPT)))
         finally:
             reached.unpersist()
@@ -420,11 +432,10 @@ def _status(row: dict[str, Any]) -> FileStatus:
     return FileStatus(row["path"], row["size"], row["mtime_ms"], False)
 
 
-def _list_directories(payload: tuple[str, list[tuple[str, bool]]]) -> Iterator[pa.Table]:
+def _list_directories(payload: tuple[FileIO, list[tuple[str, bool]]]) -> Iterator[pa.Table]:
     """The candidates of the directories; an empty directory gives a row without a
     path."""
-    uri, directories = payload
-    file_io, _ = file_io_for(uri)
+    file_io, directories = payload
     listed = _orphans.list_directories(file_io, directories)
     rows: dict[str, list[Any]] = {f.name: [] for f in _LISTED}
     for (directory, _), files in zip(directories, listed, strict=True):
@@ -457,11 +468,11 @@ class _SweepTask:
     """The function ``mapInArrow`` runs over candidates that no root names: the run's
     sweep."""
 
-    uri: str
+    file_io: FileIO
     sweep: _orphans.Sweep
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        file_io, _ = file_io_for(self.uri)
+        file_io = self.file_io
         candidates = [
             _status(row)
             for batch in batches
@@ -471,15 +482,14 @@ class _SweepTask:
         yield pa.RecordBatch.from_pylist([f._asdict() for f in swept], schema=_SWEPT)
 
 
-def _delete_on_spark(spark: SparkSession, uri: str, paths: Sequence[str]) -> int:
+def _delete_on_spark(spark: SparkSession, file_io: FileIO, paths: Sequence[str]) -> int:
     """expiration's ``BulkDelete``: the paths in consecutive batches (sorted, so a
     directory's files mostly share a task), one Spark task per batch."""
     batches = chunks(sorted(paths), max_tasks(spark))
-    counts = _collect(_run_groups(spark, [(uri, b) for b in batches], _delete_batch, _COUNT))
+    counts = _collect(_run_groups(spark, [(file_io, b) for b in batches], _delete_batch, _COUNT))
     return sum(counts.column("deleted").to_pylist())
 
 
-def _delete_batch(payload: tuple[str, list[str]]) -> Iterator[pa.Table]:
-    uri, paths = payload
-    file_io, _ = file_io_for(uri)
+def _delete_batch(payload: tuple[FileIO, list[str]]) -> Iterator[pa.Table]:
+    file_io, paths = payload
     yield pa.table({"deleted": [_expire.delete_paths(file_io, paths)]}, schema=_COUNT)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -123,6 +123,7 @@ def write_parquet(
     *,
     overwrite: bool = False,
     dynamic_partition_overwrite: bool = False,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Snapshot:
     """Write ``df`` into the append table at ``table_path`` with Spark's Parquet writer,
     in one commit; returns the snapshot. ``overwrite`` replaces the whole table, or with
@@ -135,7 +136,7 @@ def write_parquet(
             the data source.
     """
     return write_parquet_into(
-        open_store(normalize_path(table_path)),
+        open_store(normalize_path(table_path), storage_options),
         df,
         overwrite=overwrite,
         dynamic_partition_overwrite=dynamic_partition_overwrite,

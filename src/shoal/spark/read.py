@@ -110,7 +110,7 @@ class ShoalReader(DataSourceReader):
         """``parallelism``: how many tasks Spark runs at once (default: the cores of this
         machine), the fewest partitions a table with enough data is read in."""
         options.require_use(READ)
-        store = open_store(options.path)
+        store = open_store(options.path, options.storage_options)
         self._store: FileStore | None = store
         self._options = options
         self._schema = schema
@@ -158,7 +158,7 @@ class ShoalReader(DataSourceReader):
 
     def _open(self) -> FileStore:
         if self._store is None:
-            self._store = open_store(self._options.path)
+            self._store = open_store(self._options.path, self._options.storage_options)
         return self._store
 
     # --- planning ------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ def read_bytes(options: SourceOptions) -> int | None:
     does not prune; 0 for a table with no snapshot; None for an incremental read."""
     if options.incremental is not None:
         return None
-    table = Table(open_store(options.path))
+    table = Table(open_store(options.path, options.storage_options))
 
     planned = table.scan(
         snapshot_id=options.snapshot_id,

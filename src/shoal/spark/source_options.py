@@ -21,7 +21,7 @@ stream, ...), except those a format bound to one table fixes for all of them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, TypeVar
 
@@ -72,6 +72,10 @@ STREAM_KEYS = frozenset(
 )
 CHECKPOINT_LOCATION = "checkpointlocation"  # a streaming write's, when given as an option
 QUERY_NAME = "queryname"  # a streaming write's queryName(...), which Spark hands over too
+
+# Storage options (docs/tables.md): every key under the storage namespaces of Paimon
+# and of the store libraries travels to the table's FileIO, in the driver and the tasks.
+STORAGE_PREFIXES = ("s3.", "s3a.", "fs.", "gs.", "azure.", "aws_", "lock.")
 
 KNOWN_KEYS = frozenset(
     {
@@ -151,6 +155,8 @@ USES: Mapping[str, frozenset[Use]] = {
     **dict.fromkeys((DYNAMIC_PARTITION_OVERWRITE, PARTITION_OVERWRITE_MODE), frozenset({WRITE})),
     **dict.fromkeys((WRITE_BUFFER_SIZE, TIMESTAMP_PRECISION_TRUNCATE, MERGE_SCHEMA), _WRITES),
     **dict.fromkeys((COMMIT_USER, CHECKPOINT_LOCATION, QUERY_NAME), frozenset({STREAM_WRITE})),
+    # Storage options apply to every use: each opens the table's store.
+    **dict.fromkeys(STORAGE_PREFIXES, _ANY),
 }
 # What to do instead, by what the option was given to.
 _INSTEAD: Mapping[Use, str] = {
@@ -196,6 +202,12 @@ class SourceOptions:
     stream: tuple[tuple[str, str], ...] = ()
     # The keys given for this read or write (not those a bound format fixes), as given.
     given: tuple[tuple[str, str], ...] = ()
+    # The storage options (STORAGE_PREFIXES), out of the repr: values may be secrets.
+    storage: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        return dict(self.storage)
 
     @staticmethod
     def parse(options: Mapping[str, str], bound: Mapping[str, str] | None = None) -> SourceOptions:
@@ -206,6 +218,9 @@ class SourceOptions:
         implement."""
         given = {str(k).lower(): v for k, v in options.items()}
         raw = {**{str(k).lower(): v for k, v in (bound or {}).items()}, **given}
+        storage = {k: v for k, v in raw.items() if k.startswith(STORAGE_PREFIXES)}
+        given = {k: v for k, v in given.items() if k not in storage}
+        raw = {k: v for k, v in raw.items() if k not in storage}
         _check_keys(raw)
         path = raw.get(PATH)
         if not path:
@@ -244,6 +259,7 @@ class SourceOptions:
             checkpoint_location=(raw.get(CHECKPOINT_LOCATION) or "").strip() or None,
             stream=tuple((k, raw[k]) for k in sorted(STREAM_KEYS) if k in raw),
             given=tuple(sorted(given.items())),
+            storage=tuple(sorted(storage.items())),
         )
         travel = [
             k
@@ -416,13 +432,22 @@ def normalize_path(path: str) -> str:
     return path
 
 
-def open_store(path: str) -> FileStore:
-    """The table at ``path`` (latest schema). Raises TableNotFoundError."""
-    file_io, root = file_io_for(path)
+def open_store(path: str, storage_options: Mapping[str, str] | None = None) -> FileStore:
+    """The table at ``path`` (latest schema), its store configured by
+    ``storage_options``. Raises TableNotFoundError."""
+    file_io, root = file_io_for(path, storage_options)
     schema = SchemaManager(file_io, PathFactory(root)).latest()
     if schema is None:
         raise TableNotFoundError(path)
     return FileStore(file_io, path, root, schema)
+
+
+def reopen(store: FileStore) -> FileStore:
+    """The table of ``store`` again, with its latest schema, through the same FileIO."""
+    schema = SchemaManager(store.file_io, PathFactory(store.root)).latest()
+    if schema is None:
+        raise TableNotFoundError(store.uri)
+    return FileStore(store.file_io, store.uri, store.root, schema)
 
 
 def _get(

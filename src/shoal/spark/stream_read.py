@@ -277,7 +277,7 @@ class ShoalStreamReader(ShoalReader, DataSourceStreamReader, SupportsTriggerAvai
     def __init__(
         self, options: SourceOptions, schema: StructType, parallelism: int | None = None
     ) -> None:
-        store = open_store(options.path)
+        store = open_store(options.path, options.storage_options)
         self._store: FileStore | None = store
         self._options = options
         self._settings = stream_settings(options, dict(store.schema.options))

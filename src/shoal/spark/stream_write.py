@@ -69,6 +69,7 @@ class ShoalStreamWriter(DataSourceStreamArrowWriter):
         options.require_use(STREAM_WRITE)
         store, self._task = plan_task_write(options, schema)
         self._path = options.path
+        self._storage = options.storage_options
         self._overwrite = overwrite
         self.commit_user = stream_commit_user(options, store)
 
@@ -80,7 +81,7 @@ class ShoalStreamWriter(DataSourceStreamArrowWriter):
         commit user with that identifier or a later one exists: then the batch was
         committed in an earlier run and is skipped. An ``append`` batch that wrote no
         rows publishes nothing; a ``complete`` one always replaces the table."""
-        store = open_store(self._path)
+        store = open_store(self._path, self._storage)
         committer = FileStoreCommit(store, self.commit_user, commit_identifier=batchId)
         committed = committer.last_committed_identifier()
         if committed is not None and committed >= batchId:

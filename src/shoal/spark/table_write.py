@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from shoal.errors import InvalidArgumentError
@@ -26,6 +27,7 @@ def write_table(
     *,
     dynamic_partition_overwrite: bool = False,
     timestamp_precision_truncate: bool = False,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Snapshot | None:
     """Write ``df`` into the table at ``table_path`` in one commit.
 
@@ -38,7 +40,7 @@ def write_table(
     coarser columns (the source's ``timestamp-precision-truncate``; tables with such
     columns always go through the data source). The rows are written as ``df`` is
     partitioned: :func:`shoal.spark.prepare_for_write` shuffles them to one task per
-    bucket first.
+    bucket first. ``storage_options`` configure the table's store (docs/tables.md).
 
     Raises:
         SchemaMismatchError: ``df`` does not fit the table; nothing is written.
@@ -47,7 +49,7 @@ def write_table(
     if mode not in ("append", "overwrite"):
         raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', not {mode!r}")
     path = normalize_path(table_path)
-    store = open_store(path)
+    store = open_store(path, storage_options)
     reason = why_not_parquet(store)
     if reason is None:
         return write_parquet_into(
@@ -57,7 +59,7 @@ def write_table(
             dynamic_partition_overwrite=dynamic_partition_overwrite,
         )
     logger.info("writing %s through the shoal data source: %s", path, reason)
-    writer = df.write.format("shoal").mode(mode)
+    writer = df.write.format("shoal").mode(mode).options(**(storage_options or {}))
     if timestamp_precision_truncate:
         writer = writer.option(TRUNCATE_OPTION, "true")
     if mode == "overwrite":

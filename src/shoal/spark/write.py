@@ -32,8 +32,8 @@ through the driver, so a large load goes faster into a table with fixed buckets.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -58,6 +58,7 @@ from shoal.spark.source_options import (
     SourceOptions,
     normalize_path,
     open_store,
+    reopen,
 )
 from shoal.spark.timestamp_precision import fit_timestamps
 from shoal.transaction import (
@@ -149,7 +150,7 @@ def merge_schema(schema: StructType, store: FileStore) -> FileStore:
             name = f.name  # a column to add
         fields.append(f.with_name(name))
     merged = merge_new_columns(store, pa.schema(fields))
-    return store if merged is None else open_store(store.uri)
+    return store if merged is None else reopen(store)
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,8 @@ class TaskWrite:
     dynamic_buckets: bool
     first_sequence: int
     truncate_timestamps: bool = False  # floor microseconds into coarser columns
+    # The table's storage options, out of the repr: values may be secrets.
+    storage: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> ShoalCommitMessage:
         """Write the task's rows into data files (a dynamic-bucket table's rows go to the
@@ -172,7 +175,7 @@ class TaskWrite:
         context = TaskContext.get()
         task = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
-        store = open_store(self.path)
+        store = open_store(self.path, dict(self.storage))
         if self.dynamic_buckets:
             tables: list[pa.Table] = []
             self._feed(iterator, tables.append, store.arrow_schema)
@@ -224,7 +227,7 @@ def plan_task_write(options: SourceOptions, schema: StructType) -> tuple[FileSto
         UnsupportedFeatureError: the table uses a feature shoal does not write.
         SchemaMismatchError: the data does not fit the table.
     """
-    store = open_store(options.path)
+    store = open_store(options.path, options.storage_options)
     if store.is_primary_key:
         require_key_writable(store)
     store.require_writable()
@@ -238,6 +241,7 @@ def plan_task_write(options: SourceOptions, schema: StructType) -> tuple[FileSto
         dynamic_buckets=store.is_primary_key and store.num_buckets < 1,
         first_sequence=first_free_sequence(store) if store.is_primary_key else 0,
         truncate_timestamps=options.truncate_timestamps,
+        storage=options.storage,
     )
     return store, task
 
@@ -307,6 +311,7 @@ class ShoalWriter(DataSourceArrowWriter):
         options.require_use(WRITE)
         store, self._task = plan_task_write(options, schema)
         self._path = options.path
+        self._storage = options.storage_options
         self._overwrite = overwrite
         self._dynamic = overwrite and overwrite_mode(store, options) == "dynamic"
 
@@ -315,7 +320,7 @@ class ShoalWriter(DataSourceArrowWriter):
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Publish every task's files in one snapshot."""
-        transaction = Transaction(open_store(self._path))
+        transaction = Transaction(open_store(self._path, self._storage))
         commit_tasks(transaction, messages, overwrite=self._overwrite, dynamic=self._dynamic)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
@@ -443,7 +448,11 @@ def overwrite_mode(store: FileStore, options: SourceOptions) -> OverwriteMode:
 
 
 def prepare_for_write(
-    df: DataFrame, table_path: str, *, num_partitions: int | None = None
+    df: DataFrame,
+    table_path: str,
+    *,
+    num_partitions: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """``df`` repartitioned so that every bucket of the table is written by one task.
 
@@ -462,7 +471,8 @@ def prepare_for_write(
             driver, before any Spark job runs).
     """
     path = normalize_path(table_path)
-    store = open_store(path)
+    storage = dict(storage_options or {})
+    store = open_store(path, storage)
     names = conformed_names(df.schema, store)
     keys = [df.columns[names.index(k)] for k in store.schema.partition_keys]
     if store.num_buckets < 1:
@@ -470,7 +480,7 @@ def prepare_for_write(
             return df
         return df.repartition(num_partitions, *keys) if num_partitions else df.repartition(*keys)
     out = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), True)])
-    with_bucket = df.mapInArrow(_bucket_function(path, names), out)
+    with_bucket = df.mapInArrow(_bucket_function(path, names, storage), out)
     count = num_partitions or (None if keys else store.num_buckets)
     columns = [*keys, BUCKET_COLUMN]
     parted = (
@@ -480,10 +490,10 @@ def prepare_for_write(
 
 
 def _bucket_function(
-    path: str, names: list[str]
+    path: str, names: list[str], storage: dict[str, str]
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def add_bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        store = open_store(path)
+        store = open_store(path, storage)
         for batch in batches:
             rows = conform(batch.rename_columns(names), store.arrow_schema)
             buckets = assign_buckets(
