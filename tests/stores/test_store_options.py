@@ -5,12 +5,13 @@ cannot be reached failing within the time limit."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
 import shoal
-from shoal.io.azure_file_io import azure_file_io_for, azure_options
-from shoal.io.gcs_file_io import gcs_file_io_for, gcs_options
+from shoal.io.azure_file_io import AzureFileIO, AzureOptions, azure_file_io_for, azure_options
+from shoal.io.gcs_file_io import GcsFileIO, GcsOptions, gcs_file_io_for, gcs_options
 from tests.conftest import EVENTS_SCHEMA, events
 from tests.io.stores import closed_port, silent_server
 from tests.stores import emulators
@@ -199,3 +200,29 @@ def test_catalog_and_open_table_take_the_storage_options(
         assert sorted(reopened.to_arrow()["id"].to_pylist()) == [1, 2]
         with pytest.raises(shoal.UnknownOptionError):
             shoal.Catalog(warehouse, storage_options={**storage_options, "s3.endpoint": "x"})
+
+
+def _file_ios(port: int) -> list[Any]:
+    return [
+        GcsFileIO(
+            GcsOptions(endpoint_override=f"127.0.0.1:{port}", scheme="http", anonymous=True,
+                       timeout=BOUND)
+        ),
+        AzureFileIO(
+            AzureOptions(account=ACCOUNT, account_key=emulators.AZURE_KEY,
+                         authority=f"127.0.0.1:{port}", scheme="http", timeout=BOUND)
+        ),
+    ]  # fmt: skip
+
+
+def test_a_create_on_a_store_gone_away_fails_within_the_time_limit() -> None:
+    """The store answered once, then stopped (refusing connections, or taking them and
+    never answering): the create, the commit's one request through the store's own
+    client, gives up within about the time limit."""
+    with silent_server() as silent:
+        for port in (closed_port(), silent):
+            for file_io in _file_ios(port):
+                started = time.monotonic()
+                with pytest.raises(shoal.StoreUnreachableError):
+                    file_io.try_create("bucket/snapshot-1", b"1")
+                assert time.monotonic() - started < BOUND + SLACK, (port, file_io)

@@ -74,6 +74,7 @@ LIBRARY_KEYS = (
 )
 KNOWN_KEYS = (ACCOUNT_KEY, f"{ACCOUNT_KEY}.*", SAS_TOKEN, *LIBRARY_KEYS)
 DEFAULT_SUFFIX = "core.windows.net"
+RETRIES = 2  # attempts after the first, for a request that failed
 DELETE_BATCH = 256  # the most sub-requests one Blob Batch request takes
 CHECK = (
     "the network connection and any proxy (HTTPS_PROXY), the account and its endpoint "
@@ -271,7 +272,7 @@ class AzureFileIO(FileIO):
             return bytes(self.client.get_blob_client(container, name).download_blob().readall())
         except azure_errors.ResourceNotFoundError as exc:
             raise FileNotFoundError(errno.ENOENT, "no such blob", path) from exc
-        except azure_errors.ServiceRequestError as exc:
+        except (azure_errors.ServiceRequestError, azure_errors.ServiceResponseError) as exc:
             raise self.unreachable(container, exc) from exc
         except azure_errors.HttpResponseError as exc:
             raise OSError(errno.EIO, f"{exc.status_code} {exc.reason}", path) from exc
@@ -284,7 +285,7 @@ class AzureFileIO(FileIO):
         container, _, name = path.partition("/")
         try:
             self.client.get_blob_client(container, name).upload_blob(data, overwrite=True)
-        except azure_errors.ServiceRequestError as exc:
+        except (azure_errors.ServiceRequestError, azure_errors.ServiceResponseError) as exc:
             raise self.unreachable(container, exc) from exc
         except azure_errors.HttpResponseError as exc:
             raise OSError(errno.EIO, f"{exc.status_code} {exc.reason}", path) from exc
@@ -307,7 +308,7 @@ class AzureFileIO(FileIO):
                 return self.read_bytes(path) == data
             except FileNotFoundError:
                 return False
-        except azure_errors.ServiceRequestError as exc:  # no connection
+        except (azure_errors.ServiceRequestError, azure_errors.ServiceResponseError) as exc:
             raise self.unreachable(container, exc) from exc
         except azure_errors.HttpResponseError as exc:
             raise OSError(f"could not create {path}: {exc.status_code} {exc.reason}") from exc
@@ -323,7 +324,7 @@ class AzureFileIO(FileIO):
             self.client.get_blob_client(container, name).delete_blob()
         except azure_errors.ResourceNotFoundError:
             return False
-        except azure_errors.ServiceRequestError as exc:
+        except (azure_errors.ServiceRequestError, azure_errors.ServiceResponseError) as exc:
             raise self.unreachable(container, exc) from exc
         except azure_errors.HttpResponseError as exc:
             raise OSError(errno.EIO, f"{exc.status_code} {exc.reason}", path) from exc
@@ -357,7 +358,7 @@ class AzureFileIO(FileIO):
         client = self.client.get_container_client(container)
         try:
             responses = list(client.delete_blobs(*names, raise_on_any_failure=False))
-        except azure_errors.ServiceRequestError as exc:
+        except (azure_errors.ServiceRequestError, azure_errors.ServiceResponseError) as exc:
             reason = str(self.unreachable(container, exc))
             return 0, {f"{container}/{n}": reason for n in names}
         except azure_errors.HttpResponseError as exc:
@@ -388,7 +389,7 @@ class AzureFileIO(FileIO):
             self.client.get_container_client(container).get_container_properties(
                 timeout=max(1, int(self.options.timeout))
             )
-        except azure_errors.ServiceRequestError as exc:
+        except (azure_errors.ServiceRequestError, azure_errors.ServiceResponseError) as exc:
             raise self.unreachable(container, exc) from exc
         except azure_errors.HttpResponseError:
             pass
@@ -403,7 +404,7 @@ class AzureFileIO(FileIO):
 
 def _blob_service(options: AzureOptions) -> Any:
     try:
-        from azure.storage.blob import BlobServiceClient
+        from azure.storage.blob import BlobServiceClient, LinearRetry
     except ImportError as exc:
         raise MissingDependencyError(
             "Azure tables", "azure", exc.name or "azure-storage-blob"
@@ -428,8 +429,15 @@ def _blob_service(options: AzureOptions) -> Any:
         options.account_url,
         credential=credential,
         connection_timeout=max(1.0, options.timeout / 6),
-        read_timeout=options.timeout,
-        retry_total=3,
+        read_timeout=options.timeout / 4,
+        # The SDK's default waits 15 s and more between attempts: a request that gets
+        # no answer gives up within about the store time limit (three attempts).
+        # (The SDK's type says whole seconds; it sleeps any number of them.)
+        retry_policy=LinearRetry(
+            backoff=options.timeout / 8,  # type: ignore[arg-type]
+            random_jitter_range=0,
+            retry_total=RETRIES,
+        ),
     )
 
 

@@ -245,6 +245,19 @@ class GcsFileIO(FileIO):
                 self._client_pid = os.getpid()
             return self._client
 
+    @property
+    def _request_timeout(self) -> tuple[float, float]:
+        """(connect, read) seconds for one request of Google's client."""
+        return (max(1.0, self.options.timeout / 6), self.options.timeout)
+
+    @property
+    def _retry(self) -> Any:
+        """Google's default retry policy, retrying for as long as pyarrow's does (its
+        default is two minutes)."""
+        from google.cloud.storage.retry import DEFAULT_RETRY
+
+        return DEFAULT_RETRY.with_timeout(self.options.retry_time_limit.total_seconds())
+
     def try_create(self, path: str, data: bytes) -> bool:
         """Create ``path`` unless an object has that name (``ifGenerationMatch=0``);
         False if one did. An object found holding exactly ``data`` counts as created: a
@@ -254,7 +267,9 @@ class GcsFileIO(FileIO):
         bucket, _, key = path.partition("/")
         blob = self.client.bucket(bucket).blob(key)
         try:
-            blob.upload_from_string(data, if_generation_match=0, timeout=self.options.timeout)
+            blob.upload_from_string(
+                data, if_generation_match=0, timeout=self._request_timeout, retry=self._retry
+            )
         except google_errors.PreconditionFailed:
             try:
                 return self.read_bytes(path) == data
@@ -284,7 +299,11 @@ class GcsFileIO(FileIO):
         prefix = f"{key.rstrip('/')}/" if key else ""
         try:
             pages = self.client.list_blobs(
-                bucket, prefix=prefix, delimiter="/", timeout=self.options.timeout
+                bucket,
+                prefix=prefix,
+                delimiter="/",
+                timeout=self._request_timeout,
+                retry=self._retry,
             )
             out = [
                 FileStatus(
