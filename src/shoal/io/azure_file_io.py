@@ -14,10 +14,14 @@ client (``azure-storage-blob``, the ``azure`` extra): a Put Blob with
 blob exists, so of several writers racing for one snapshot id exactly one wins. Batched
 deletes (Blob Batch, 256 blobs a request) and whole-file reads and writes of metadata go
 through it too: one request each, where pyarrow's streams first ask for the blob's
-properties. Measured on Azurite
-(``bench/object_stores.py``, docs/object-stores.md), pyarrow reads and lists at least
-as fast as obstore and adlfs; neither pyarrow nor its filesystem interface offers the
-conditional put, which is why the second client is there.
+properties.
+
+Measured on Azurite (``bench/object_stores.py``, docs/object-stores.md): pyarrow has no
+conditional put; obstore has one and is the fastest with small objects (about 3x
+Microsoft's client), but its bulk delete reports one outcome for the whole call, not
+which blobs went, and its GCS client cannot be tested against a GCS emulator, so shoal
+keeps one design on every store: pyarrow for the data path, the store's own client for
+the create, the deletes and (here) small whole-file requests.
 
 **Options** (``storage_options``; the first that gives a setting wins): Paimon's keys,
 under ``fs.azure.``, ``azure.`` or ``fs.wasb.``: ``account.key`` and
