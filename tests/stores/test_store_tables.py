@@ -152,3 +152,16 @@ def test_expiration_and_orphan_cleanup_delete_what_they_delete_locally(
         local.to_arrow()["id"].to_pylist()
     )
     assert sorted(reopened.to_arrow(tag="first")["id"].to_pylist()) == [1, 2, 3, 5, 6]
+
+
+def test_the_catalog_lists_and_drops_tables(store: StoreEnv) -> None:
+    catalog = shoal.Catalog(store.uri("wh"))
+    catalog.create_table("db.a", EVENTS_SCHEMA).append(events(range(3)))
+    catalog.create_table("db.b", EVENTS_SCHEMA)
+    catalog.create_table("other.c", EVENTS_SCHEMA)
+    assert catalog.list_databases() == ["db", "other"]
+    assert catalog.list_tables("db") == ["a", "b"]
+    catalog.drop_table("db.a")
+    assert catalog.list_tables("db") == ["b"]
+    assert not [k for k in store.list_keys("wh/") if k.startswith("wh/db.db/a/")]
+    assert not catalog.table_exists("db.a")
