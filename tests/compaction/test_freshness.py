@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import shoal
 from shoal.core.plan import live_entries
+from shoal.event_time import backlog as FB
 from shoal.event_time import watermark as FW
 from shoal.event_time.bounds import EventTimeBounds
 from shoal.event_time.freshness import freshness
@@ -40,6 +41,15 @@ PARTITIONED = pa.schema(
 )
 EVENT_TIME = {"bucket": "2", "compaction.event-time.field": "ts", "write-only": "true"}
 TOP = 5  # num-levels - 1 with Paimon's defaults
+BACKLOG_KEYS = {
+    FB.SNAPSHOT_ID,
+    FB.BASIS,
+    FB.FILES,
+    FB.BYTES,
+    FB.BUCKETS,
+    FB.MIN_EVENT_TIME,
+    FB.BY_BUCKET,
+}
 
 
 def at(hour: int, minute: int = 0) -> datetime:
@@ -329,7 +339,9 @@ def test_table_without_event_time_field_still_counts(tmp_path: Path) -> None:
     table.upsert(rows(range(10), at(2), "a"))
     table.upsert(rows(range(5, 15), at(3), "b"))
     for snapshot in table.snapshots():
-        assert not any(k.startswith("shoal.") for k in snapshot.properties or {})
+        keys = set(snapshot.properties or {})
+        assert not keys & {FW.WATERMARK, FW.UNCOMPACTED_MIN, FW.MAX_EVENT_TIME}
+        assert {k for k in keys if k.startswith("shoal.")} == BACKLOG_KEYS
     files = live_files(table)
     got = table.freshness()
     assert (got.watermark_ms, got.min_uncompacted_event_time_ms) == (None, None)

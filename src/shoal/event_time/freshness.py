@@ -9,14 +9,15 @@ such files, their count and their total size.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
+from shoal.event_time.backlog import Totals, recorded_totals, scan
 from shoal.event_time.bounds import EventTimeBounds
 from shoal.event_time.watermark import (
     Bounds,
-    backlog_by_bucket,
     state_from_properties,
     state_of,
     watermark_of,
@@ -45,26 +46,42 @@ class Freshness:
 
 def freshness(store: FileStore, snapshot: Snapshot | None) -> Freshness:
     """The freshness of ``snapshot`` (None: a table with no commit yet). An append
-    table has no levels, so nothing in it waits for compaction."""
-    if snapshot is None:
+    table has no levels, so nothing in it waits for compaction.
+
+    Reads only the snapshot when it carries the backlog counters (every snapshot a
+    shoal commit publishes, see ``event_time.backlog``); otherwise (a snapshot of
+    another Paimon writer) the counts come from a scan of its live files."""
+    if snapshot is None or not store.is_primary_key:
         return Freshness(None, None, 0, 0, 0)
-    entries = live_entries(store, snapshot)
-    has_event_time = bool(store.event_time_columns) and store.is_primary_key
+    has_event_time = bool(store.event_time_columns)
     bounds = EventTimeBounds(store).of if has_event_time else None
-    top = store.max_level if store.is_primary_key else None
-    backlog = [b for b in backlog_by_bucket(entries, bounds, top) if b.file_count > 0]
-    lows = [b.min_event_time for b in backlog if b.min_event_time is not None]
+    totals = recorded_totals(store, snapshot)
+    scanned: list[ManifestEntry] = []
+
+    def entries() -> list[ManifestEntry]:
+        if not scanned:
+            scanned.extend(live_entries(store, snapshot))
+        return scanned
+
+    if totals is None:
+        backlog = scan(entries(), bounds, store.max_level)
+        totals = Totals(
+            backlog.file_count, backlog.size_in_bytes, len(backlog.buckets), backlog.min_event_time
+        )
     return Freshness(
         watermark_ms=_watermark(store, snapshot, entries, bounds) if bounds else None,
-        min_uncompacted_event_time_ms=min(lows) if lows else None,
-        buckets_with_uncompacted_files=len(backlog),
-        uncompacted_file_count=sum(b.file_count for b in backlog),
-        uncompacted_bytes=sum(b.size_in_bytes for b in backlog),
+        min_uncompacted_event_time_ms=totals.min_event_time,
+        buckets_with_uncompacted_files=totals.bucket_count,
+        uncompacted_file_count=totals.file_count,
+        uncompacted_bytes=totals.size_in_bytes,
     )
 
 
 def _watermark(
-    store: FileStore, snapshot: Snapshot, entries: list[ManifestEntry], bounds: Bounds
+    store: FileStore,
+    snapshot: Snapshot,
+    entries: Callable[[], list[ManifestEntry]],
+    bounds: Bounds,
 ) -> int | None:
     """The watermark ``snapshot`` recorded, or the one its live files give."""
     recorded = watermark_of(snapshot.properties)
@@ -72,5 +89,5 @@ def _watermark(
         return recorded
     state = state_from_properties(snapshot.properties)  # recorded: no data, no watermark
     if state is None:
-        state = state_of((e.file for e in entries), bounds, store.max_level)
+        state = state_of((e.file for e in entries()), bounds, store.max_level)
     return state.watermark

@@ -5,8 +5,9 @@ checks that every file it deletes is still live, writes the delta manifest, carr
 the previous base and delta manifests into a new (merged) base list, and publishes
 ``snapshot-(N+1)`` by atomic create. On a table with an event-time column the
 snapshot's properties carry the read-optimized freshness watermark, updated from the
-commit's own entries (``freshness_watermark``). If another writer took that id first,
-or snapshot N expired while the attempt read it (an attempt slower than
+commit's own entries (``freshness_watermark``); on every primary-key table they carry
+the compaction backlog (``event_time.backlog``), updated likewise. If another writer
+took that id first, or snapshot N expired while the attempt read it (an attempt slower than
 ``snapshot.time-retained``: its manifests are gone, or its successor's id was taken and
 freed again, see ``SnapshotManager.try_publish``), the attempt's own manifests are
 removed and the commit re-plans against the new latest snapshot, up to
@@ -36,6 +37,7 @@ from shoal.errors import (
     CorruptMetadataError,
     SequenceConflictError,
 )
+from shoal.event_time.backlog import with_backlog
 from shoal.event_time.watermark import with_watermark
 from shoal.format import manifest as M
 from shoal.format.index_manifest import (
@@ -371,6 +373,8 @@ class FileStoreCommit:
         properties, watermark = request.properties, request.watermark
         if store.event_time_columns:  # the read-optimized freshness watermark
             properties = with_watermark(store, latest, entries, properties)
+        if store.is_primary_key:  # the compaction backlog, read by freshness()
+            properties = with_backlog(store, latest, entries, properties)
         written: list[str] = []
         index_manifest = self._index_manifest(latest, request, written)
         delta_metas = store.manifests.write_manifests(entries)
