@@ -38,7 +38,7 @@ EXTRA_OF_MODULE = {
 # Trees that run with the development extra installed.
 DEV_TREES = ("tests", "bench", "examples")
 # Runners that the benchmarks start in the peers' own virtual environments.
-OTHER_ENVIRONMENTS = {"bench/pypaimon_runner.py", "bench/delta_runner.py"}
+OTHER_ENVIRONMENTS = {"bench/pypaimon_runner.py", "bench/delta_runner.py", "bench/delta_rowops.py"}
 
 
 def _distribution(requirement: str) -> str:
