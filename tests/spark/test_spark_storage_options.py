@@ -15,6 +15,7 @@ import shoal
 from shoal.errors import UnknownOptionError
 from shoal.spark import jobs
 from shoal.spark.source_options import SourceOptions
+from shoal.spark.udtfs import register_functions
 from tests.io.test_storage_options import SECRET, bucket, no_aws_env, paimon_keys  # noqa: F401
 from tests.s3.conftest import s3_endpoint  # noqa: F401
 
@@ -88,3 +89,31 @@ def test_storage_keys_in_source_options_are_checked_and_hidden(
     assert SECRET not in str(raised.value)
     with pytest.raises(UnknownOptionError):
         shoal.open_table(f"s3://{bucket}/t", storage_options={"s3.secret-kee": SECRET})
+
+
+def test_table_functions_registered_with_storage_options(
+    spark: SparkSession,
+    no_aws_env: None,  # noqa: F811
+    s3_endpoint: str,  # noqa: F811
+    bucket: str,  # noqa: F811
+) -> None:
+    options = paimon_keys(s3_endpoint)
+    table = shoal.Catalog(f"s3://{bucket}/wh", storage_options=options).create_table(
+        "db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"}
+    )
+    table.upsert(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=SCHEMA))
+    table.upsert(pa.table({"id": [4], "v": ["d"]}, schema=SCHEMA))
+    path = table.path
+    register_functions(spark, storage_options=options)
+    try:
+        kinds = spark.sql(f"SELECT commit_kind FROM shoal_snapshots('{path}')").collect()
+        assert [r.commit_kind for r in kinds] == ["APPEND", "APPEND"]
+        (deleted,) = spark.sql(f"SELECT * FROM shoal_delete_where('{path}', 'id = 2')").collect()
+        (compacted,) = spark.sql(f"SELECT * FROM shoal_compact('{path}', 'full')").collect()
+        assert compacted.compacted_files == 3
+    finally:
+        register_functions(spark)  # the session's other tests register them plainly
+    reopened = shoal.open_table(path, storage_options=options)
+    assert sorted(reopened.to_arrow().column("id").to_pylist()) == [1, 3, 4]
+    assert reopened.latest_snapshot().commit_kind == "COMPACT"  # type: ignore[union-attr]
+    assert deleted[2] == 1

@@ -148,20 +148,25 @@ def _row(result: RowOpResult) -> Row:
 class DeleteWhereFunction:
     """``shoal_delete_where(path, filter)``: ``Table.delete_where``, one row."""
 
+    storage: tuple[tuple[str, str], ...] = ()  # set by register_functions(storage_options=)
+
     def eval(self, path: Any, filter: Any) -> Iterator[Row]:
         path = _text(path, "shoal_delete_where", "path", "'/data/wh/db.db/events'")
         where = _text(filter, "shoal_delete_where", "filter", "\"dt = '2026-11-01'\"")
-        yield _row(delete_where(Table.open(path)._transaction(), where))
+        table = Table.open(path, storage_options=dict(self.storage))
+        yield _row(delete_where(table._transaction(), where))
 
 
 class UpdateWhereFunction:
     """``shoal_update_where(path, filter, set)``: ``Table.update_where`` with the values
     of the JSON object ``set``, one row."""
 
+    storage: tuple[tuple[str, str], ...] = ()  # set by register_functions(storage_options=)
+
     def eval(self, path: Any, filter: Any, set: Any) -> Iterator[Row]:
         path = _text(path, "shoal_update_where", "path", "'/data/wh/db.db/events'")
         where = _text(filter, "shoal_update_where", "filter", "'id = 7'")
         values = parse_set(set)
-        table = Table.open(path)
+        table = Table.open(path, storage_options=dict(self.storage))
         values = column_values(values, table.schema)
         yield _row(update_where(table._transaction(), where, values))

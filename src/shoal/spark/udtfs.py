@@ -31,7 +31,7 @@ procedure runs each time its query is evaluated, so collect its result once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import fields
 from datetime import datetime
 from typing import Any, cast
@@ -65,10 +65,18 @@ __all__ = [
 Row = tuple[Any, ...]
 
 
-def register_functions(spark: SparkSession) -> None:
+Storage = tuple[tuple[str, str], ...]
+
+
+def register_functions(
+    spark: SparkSession, *, storage_options: Mapping[str, str] | None = None
+) -> None:
     """Register shoal's table functions in ``spark``'s session (see the module
-    docstring); registering again replaces them."""
-    for name, handler, return_type in (
+    docstring); registering again replaces them. ``storage_options`` configure the
+    store of every table the functions open (docs/tables.md); they are pickled with
+    the functions, so the tasks that evaluate them need no configuration of their own."""
+    storage: Storage = tuple(sorted((storage_options or {}).items()))
+    functions: tuple[tuple[str, type, str | None], ...] = (
         ("shoal_snapshots", SnapshotsFunction, None),
         ("shoal_tags", TagsFunction, None),
         ("shoal_freshness", FreshnessFunction, None),
@@ -77,16 +85,29 @@ def register_functions(spark: SparkSession) -> None:
         ("shoal_compact", CompactFunction, COMPACT_RESULT),
         ("shoal_delete_where", DeleteWhereFunction, DELETE_RESULT),
         ("shoal_update_where", UpdateWhereFunction, UPDATE_RESULT),
-    ):
+    )
+    for name, handler, return_type in functions:
+        bound = _with_storage(handler, storage) if storage else handler
         # Given a class, udtf() returns the function itself (Spark Connect's own class of
         # it under a Connect session), not a decorator.
-        function = cast("UserDefinedTableFunction", udtf(handler, returnType=return_type))
+        function = cast("UserDefinedTableFunction", udtf(bound, returnType=return_type))
         spark.udtf.register(name, function)
 
 
+def _with_storage(handler: type, storage: Storage) -> type:
+    """A subclass of ``handler`` that opens tables with ``storage``. Its name is no
+    attribute of this module, so cloudpickle sends the class itself (with the options)
+    rather than a reference to ``handler``."""
+    attributes: dict[str, Any] = {"storage": storage}
+    system = getattr(handler, "SYSTEM_TABLE", None)
+    if system is not None:
+        attributes["analyze"] = staticmethod(lambda path: _analyze(system, path, storage))
+    return type(f"{handler.__name__}WithStorage", (handler,), attributes)
+
+
 # --- metadata ------------------------------------------------------------------------------
-def _metadata(name: str, path: str) -> pa.Table:
-    table = Table.open(path)
+def _metadata(name: str, path: str, storage: Storage = ()) -> pa.Table:
+    table = Table.open(path, storage_options=dict(storage))
     if name == "freshness":
         result = table.freshness()
         values = {f.name: [getattr(result, f.name)] for f in fields(Freshness)}
@@ -94,13 +115,13 @@ def _metadata(name: str, path: str) -> pa.Table:
     return table.system_table(name)
 
 
-def _analyze(name: str, path: AnalyzeArgument) -> AnalyzeResult:
+def _analyze(name: str, path: AnalyzeArgument, storage: Storage = ()) -> AnalyzeResult:
     if not isinstance(path.value, str):
         raise InvalidArgumentError(
             f"shoal_{name} takes the table's path as a string literal, such as "
             f"shoal_{name}('/data/warehouse/db.db/events')"
         )
-    return AnalyzeResult(from_arrow_schema(_metadata(name, path.value).schema))
+    return AnalyzeResult(from_arrow_schema(_metadata(name, path.value, storage).schema))
 
 
 def _rows(table: pa.Table) -> Iterator[Row]:
@@ -111,34 +132,43 @@ def _rows(table: pa.Table) -> Iterator[Row]:
 class SnapshotsFunction:
     """``shoal_snapshots(path)``: the system table ``snapshots``."""
 
+    SYSTEM_TABLE = "snapshots"
+    storage: Storage = ()  # set by register_functions(storage_options=...)
+
     @staticmethod
     def analyze(path: AnalyzeArgument) -> AnalyzeResult:
         return _analyze("snapshots", path)
 
     def eval(self, path: str) -> Iterator[Row]:
-        yield from _rows(_metadata("snapshots", path))
+        yield from _rows(_metadata("snapshots", path, self.storage))
 
 
 class TagsFunction:
     """``shoal_tags(path)``: the system table ``tags``."""
+
+    SYSTEM_TABLE = "tags"
+    storage: Storage = ()  # set by register_functions(storage_options=...)
 
     @staticmethod
     def analyze(path: AnalyzeArgument) -> AnalyzeResult:
         return _analyze("tags", path)
 
     def eval(self, path: str) -> Iterator[Row]:
-        yield from _rows(_metadata("tags", path))
+        yield from _rows(_metadata("tags", path, self.storage))
 
 
 class FreshnessFunction:
     """``shoal_freshness(path)``: ``Table.freshness()`` of the latest snapshot, one row."""
+
+    SYSTEM_TABLE = "freshness"
+    storage: Storage = ()  # set by register_functions(storage_options=...)
 
     @staticmethod
     def analyze(path: AnalyzeArgument) -> AnalyzeResult:
         return _analyze("freshness", path)
 
     def eval(self, path: str) -> Iterator[Row]:
-        yield from _rows(_metadata("freshness", path))
+        yield from _rows(_metadata("freshness", path, self.storage))
 
 
 # --- procedures ----------------------------------------------------------------------------
@@ -162,6 +192,8 @@ class ExpireSnapshotsFunction:
     """``shoal_expire_snapshots(path, retain_max, retain_min, older_than, max_deletes)``:
     ``Table.expire_snapshots``."""
 
+    storage: Storage = ()  # set by register_functions(storage_options=...)
+
     def eval(
         self,
         path: str,
@@ -170,7 +202,7 @@ class ExpireSnapshotsFunction:
         older_than: str | None = None,
         max_deletes: int | None = None,
     ) -> Iterator[Row]:
-        result = Table.open(path).expire_snapshots(
+        result = Table.open(path, storage_options=dict(self.storage)).expire_snapshots(
             retain_min=retain_min,
             retain_max=retain_max,
             older_than=_time(older_than, "older_than"),
@@ -183,10 +215,12 @@ class RemoveOrphanFilesFunction:
     """``shoal_remove_orphan_files(path, older_than, dry_run)``:
     ``Table.remove_orphan_files``."""
 
+    storage: Storage = ()  # set by register_functions(storage_options=...)
+
     def eval(
         self, path: str, older_than: str | None = None, dry_run: bool | None = None
     ) -> Iterator[Row]:
-        result = Table.open(path).remove_orphan_files(
+        result = Table.open(path, storage_options=dict(self.storage)).remove_orphan_files(
             older_than=_time(older_than, "older_than"), dry_run=bool(dry_run)
         )
         yield (result.deleted_count, result.deleted_bytes, list(result.paths))
@@ -196,12 +230,14 @@ class CompactFunction:
     """``shoal_compact(path, strategy, event_time_threshold)``: ``Table.compact``; the
     threshold is an ISO time (naive: UTC) or epoch milliseconds."""
 
+    storage: Storage = ()  # set by register_functions(storage_options=...)
+
     def eval(
         self, path: str, strategy: str | None = None, event_time_threshold: Any = None
     ) -> Iterator[Row]:
         threshold = event_time_threshold
         if isinstance(threshold, str):
             threshold = _time(threshold, "event_time_threshold")
-        result = Table.open(path).compact(strategy, threshold)
+        result = Table.open(path, storage_options=dict(self.storage)).compact(strategy, threshold)
         snapshot_id = result.snapshot.id if result.snapshot is not None else None
         yield (snapshot_id, result.compacted_files, result.written_files)
