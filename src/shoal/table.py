@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from shoal.errors import (
 )
 from shoal.event_time.bounds import check_event_time_field
 from shoal.event_time.freshness import Freshness, freshness
+from shoal.event_time.metrics import prometheus_text
 from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
 from shoal.format.tag import Tag
@@ -235,7 +236,11 @@ class Table:
             )
 
     def compact(
-        self, strategy: str | None = None, event_time_threshold: Any = None
+        self,
+        strategy: str | None = None,
+        event_time_threshold: Any = None,
+        *,
+        on_commit: Callable[[Freshness], object] | None = None,
     ) -> CompactResult:
         """Compact a primary-key table in one COMPACT commit.
 
@@ -245,16 +250,36 @@ class Table:
         (naive: UTC) or epoch milliseconds; default now minus
         ``compaction.event-time.data-latency``), or None for the ``compaction.strategy``
         option. The real-time view is the same before and after.
+
+        ``on_commit``: called with the :class:`Freshness` of the compaction's snapshot
+        once it is committed (not when there was nothing to compact), read from the
+        counters the snapshot carries. An exception it raises propagates; the
+        compaction stays committed.
         """
         self._require_primary_key("compact")
-        return self._transaction().compact(strategy, event_time_threshold)
+        result = self._transaction().compact(strategy, event_time_threshold)
+        if on_commit is not None and result.snapshot is not None:
+            on_commit(freshness(self._store, result.snapshot))
+        return result
 
     def freshness(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Freshness:
         """The read-optimized freshness watermark and the compaction backlog of the
         latest snapshot (or of ``snapshot_id`` or ``tag``): every row with an event time
-        below ``watermark_ms`` is in the read-optimized view."""
+        below ``watermark_ms`` is in the read-optimized view. Reads one snapshot file
+        when the snapshot carries shoal's backlog counters (every shoal commit records
+        them); a snapshot of another writer is scanned."""
 
         return freshness(self._store, self._resolve(snapshot_id, tag, None))
+
+    def metrics(self, *, snapshot_id: int | None = None, tag: str | None = None) -> str:
+        """:meth:`freshness` in Prometheus' text exposition format: one gauge per field,
+        labelled ``table``, plus ``shoal_snapshot_id`` (see ``shoal.event_time.metrics``)."""
+        snapshot = self._resolve(snapshot_id, tag, None)
+        return prometheus_text(
+            freshness(self._store, snapshot),
+            table=self.name or self.path,
+            snapshot_id=snapshot.id if snapshot is not None else None,
+        )
 
     def overwrite(
         self,

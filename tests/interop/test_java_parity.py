@@ -30,6 +30,7 @@ type both ways).
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
@@ -40,6 +41,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import shoal
+from shoal.event_time import backlog
+from shoal.event_time.freshness import freshness
 from shoal.format.types import BIGINT, AtomicType
 from shoal.write.bucket import assign_buckets
 from tests.conftest import EVENTS_SCHEMA, events, sorted_rows
@@ -462,6 +465,18 @@ def test_event_time_compaction_both_ways(java: JavaPaimon, tmp_path: Path) -> No
         assert on_java is not None
         assert on_java.properties is None
         assert table.freshness().watermark_ms == min(epoch_ms(at(0)), watermark)
+        # Nor the backlog counters: Java read and committed on top of a snapshot holding
+        # them; freshness scans Java's snapshot, and shoal's next commit records them again.
+        store = table._store
+        assert backlog.recorded_totals(store, ours_latest) is not None
+        assert backlog.recorded_totals(store, on_java) is None
+        table.upsert(timed([70], at(5), "n"))
+        restored = table.latest_snapshot()
+        assert restored is not None
+        assert backlog.recorded_totals(store, restored) is not None
+        scanned = freshness(store, dataclasses.replace(restored, properties=None))
+        assert table.freshness() == scanned
+        assert scanned.uncompacted_file_count > 0
 
     # shoal event-time compacts what Java wrote: Java keeps value statistics, so only the
     # files whose event time starts at or below the threshold are merged.

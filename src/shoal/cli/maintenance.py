@@ -1,5 +1,5 @@
-"""``shoal compact``, ``freshness``, ``expire-snapshots``, ``expire-partitions``,
-``remove-orphan-files`` and ``rollback``."""
+"""``shoal compact``, ``freshness``, ``metrics``, ``expire-snapshots``,
+``expire-partitions``, ``remove-orphan-files`` and ``rollback``."""
 
 from __future__ import annotations
 
@@ -170,6 +170,22 @@ def freshness(table: str, warehouse: str | None, snapshot_id: int | None, tag: s
             )
 
     out.result(doc, render)
+
+
+@click.command("metrics", short_help="Print freshness as Prometheus metrics.")
+@table_argument
+@click.option("--snapshot", "snapshot_id", type=int, help="Of this snapshot (default: latest).")
+@click.option("--tag", help="Of the snapshot of this tag.")
+@table_options
+def metrics(table: str, warehouse: str | None, snapshot_id: int | None, tag: str | None) -> None:
+    """Print the freshness of TABLE in Prometheus' text exposition format.
+
+    One gauge per field of ``shoal freshness`` and the snapshot id, labelled with the
+    table; for a node exporter's textfile collector or any scraper. Reads one snapshot
+    file when shoal committed it (``Table.metrics()``).
+    """
+    opened = open_table(table, warehouse)
+    click.echo(opened.metrics(snapshot_id=snapshot_id, tag=tag), nl=False)
 
 
 @click.command("expire-snapshots", short_help="Expire old snapshots and their files.")
