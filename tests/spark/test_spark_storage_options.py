@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import shoal
+import shoal.spark
 from shoal.errors import UnknownOptionError
 from shoal.spark import jobs
 from shoal.spark.source_options import SourceOptions
@@ -117,3 +118,21 @@ def test_table_functions_registered_with_storage_options(
     assert sorted(reopened.to_arrow().column("id").to_pylist()) == [1, 3, 4]
     assert reopened.latest_snapshot().commit_kind == "COMPACT"  # type: ignore[union-attr]
     assert deleted[2] == 1
+
+
+def test_a_merge_from_a_dataframe_into_a_path_with_storage_options(
+    spark: SparkSession,
+    no_aws_env: None,  # noqa: F811
+    s3_endpoint: str,  # noqa: F811
+    bucket: str,  # noqa: F811
+) -> None:
+    options = paimon_keys(s3_endpoint)
+    table = shoal.Catalog(f"s3://{bucket}/wh", storage_options=options).create_table("db.m", SCHEMA)
+    table.append(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
+    source = spark.createDataFrame([(2, "B"), (3, "c")], "id long, v string")
+    merged = shoal.spark.merge(source, table.path, on=["id"], storage_options=options)
+    merged.when_matched_update().when_not_matched_insert().execute()
+    rows = shoal.open_table(table.path, storage_options=options).to_arrow().sort_by("id")
+    assert rows.to_pydict() == {"id": [1, 2, 3], "v": ["a", "B", "c"]}
+    with pytest.raises(shoal.InvalidArgumentError, match="path only"):
+        shoal.spark.merge(source, table, on=["id"], storage_options=options)

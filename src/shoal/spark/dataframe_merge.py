@@ -32,9 +32,16 @@ from shoal.table import Table
 __all__ = ["SparkMerge", "merge"]
 
 
-def merge(source: DataFrame, table: str | Table, *, on: Sequence[str]) -> SparkMerge:
-    """Start a merge of the rows of ``source`` into ``table`` (a path or URI, or an open
-    :class:`shoal.Table`), matching rows whose ``on`` columns are equal.
+def merge(
+    source: DataFrame,
+    table: str | Table,
+    *,
+    on: Sequence[str],
+    storage_options: Mapping[str, str] | None = None,
+) -> SparkMerge:
+    """Start a merge of the rows of ``source`` into ``table`` (a path or URI, opened with
+    ``storage_options``, or an open :class:`shoal.Table`), matching rows whose ``on``
+    columns are equal.
 
     Raises:
         InvalidArgumentError: when ``source`` is not a Spark DataFrame or an ``on``
@@ -47,7 +54,12 @@ def merge(source: DataFrame, table: str | Table, *, on: Sequence[str]) -> SparkM
             f"{type(source).__name__}; for Arrow data, pandas or polars use Table.merge"
         )
     if isinstance(table, str):
-        table = Table.open(table)
+        table = Table.open(table, storage_options=storage_options)
+    elif isinstance(table, Table) and storage_options:
+        raise InvalidArgumentError(
+            "shoal.spark.merge takes storage_options with a table's path only: an open "
+            "shoal.Table has its store configured already"
+        )
     elif not isinstance(table, Table):
         raise InvalidArgumentError(
             f"shoal.spark.merge takes the table's path or a shoal.Table, not {table!r}"
