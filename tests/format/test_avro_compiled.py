@@ -273,3 +273,58 @@ def test_negative_lengths_are_corrupt(schema: str, length: bytes) -> None:
     decode = C.compile_decoder(schema)
     with pytest.raises(ValueError, match="bad Avro length"):
         decode(length + b"abc", 0)
+
+
+# --- building objects instead of dicts -----------------------------------------------------------
+
+_POINT = {
+    "type": "record",
+    "name": "point",
+    "fields": [
+        {"name": "x", "type": "long"},
+        {"name": "label", "type": ["null", "string"]},
+        {"name": "skipped", "type": {"type": "array", "items": "long"}},
+        {"name": "y", "type": "long"},
+    ],
+}
+
+
+def _point_bytes(x: int, label: str | None, y: int) -> bytes:
+    out = bytearray()
+    C.compile_encoder(_POINT)({"x": x, "label": label, "skipped": [1, 2], "y": y}, out)
+    return bytes(out)
+
+
+def test_build_calls_make_with_the_fields_in_its_order() -> None:
+    build = C.Build(
+        lambda *values: values, [("y", None, True), ("x", None, True), ("label", None, False)]
+    )
+    data = _point_bytes(-5, "here", 300)
+    decode = C.compile_decoder(_POINT, build)
+    assert decode(data, 0) == ((300, -5, "here"), len(data))
+
+
+def test_build_passes_none_for_an_optional_field_the_schema_lacks() -> None:
+    build = C.Build(lambda *values: values, [("x", None, True), ("z", None, False)])
+    data = _point_bytes(7, None, 1)
+    assert C.compile_decoder(_POINT, build)(data, 0) == ((7, None), len(data))
+
+
+def test_build_refuses_a_schema_without_a_required_field() -> None:
+    build = C.Build(lambda *values: values, [("z", None, True)])
+    with pytest.raises(C.UnsupportedSchemaError, match="'z'"):
+        C.compile_decoder(_POINT, build)
+
+
+def test_build_nests_in_arrays_and_unions() -> None:
+    schema = {
+        "type": "record",
+        "name": "outer",
+        "fields": [{"name": "points", "type": ["null", {"type": "array", "items": _POINT}]}],
+    }
+    inner = C.Build(lambda x, y: x + y, [("x", None, True), ("y", None, True)])
+    outer = C.Build(lambda points: points, [("points", inner, True)])
+    out = bytearray()
+    record = {"points": [{"x": 1, "label": None, "skipped": [], "y": 2}]}
+    C.compile_encoder(schema)(record, out)
+    assert C.compile_decoder(schema, outer)(bytes(out), 0) == ([3], len(out))

@@ -120,6 +120,60 @@ def test_manifest_round_trip_many_entries() -> None:
     assert M.decode_manifest(M.encode_manifest(entries)) == entries
 
 
+@pytest.mark.parametrize(
+    "entries",
+    [ENTRIES, [replace(e, file=replace(e.file, extra_files=("a", "b"))) for e in ENTRIES]],
+    ids=["entries", "extra-files"],
+)
+def test_entries_decoded_into_objects_equal_those_built_from_dicts(
+    entries: list[ManifestEntry],
+) -> None:
+    data = M.encode_manifest(entries)
+    built = M._decode_built(data)
+    assert built is not None
+    assert built == M._decode(data, "<manifest>", M._entry) == entries
+    # the shared empty statistics, as the dict decoding shares them
+    assert all(
+        (e.file.key_stats is EMPTY_STATS) == (e.file.key_stats == EMPTY_STATS) for e in built
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("_VERSION", 3, "format version 3"),
+        ("_KIND", 2, "neither ADD"),
+        ("_FILE_NAME", "../escape.parquet", "not a plain name"),
+    ],
+)
+def test_a_record_the_objects_refuse_is_reported_as_the_dicts_report_it(
+    field: str, value: Any, message: str
+) -> None:
+    record = ENTRIES[1].to_avro()
+    if field == "_FILE_NAME":
+        record["_FILE"] = record["_FILE"] | {field: value}
+    else:
+        record[field] = value
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, fastavro.parse_schema(M.MANIFEST_ENTRY_AVRO), [record])
+    assert M._decode_built(buffer.getvalue()) is None
+    with pytest.raises(CorruptMetadataError, match=message):
+        M.decode_manifest(buffer.getvalue())
+
+
+def test_a_manifest_without_a_required_field_is_reported() -> None:
+    schema = {
+        **M.MANIFEST_ENTRY_AVRO,
+        "fields": [f for f in M.MANIFEST_ENTRY_AVRO["fields"] if f["name"] != "_BUCKET"],
+    }
+    record = {k: v for k, v in ENTRIES[1].to_avro().items() if k != "_BUCKET"}
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, fastavro.parse_schema(schema), [record])
+    assert M._decode_built(buffer.getvalue()) is None
+    with pytest.raises(CorruptMetadataError, match="no field '_BUCKET'"):
+        M.decode_manifest(buffer.getvalue())
+
+
 @pytest.mark.parametrize("compression", ["zstd", "none"])
 def test_decoding_some_partitions_builds_only_their_entries(compression: str) -> None:
     days = [binary_row.serialize([f"2026-11-0{d}"], [T.AtomicType(T.VARCHAR)]) for d in (1, 2, 3)]

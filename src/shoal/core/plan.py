@@ -19,7 +19,7 @@ from shoal.core import predicate as P
 from shoal.core.deletion_vectors import DeletionFile
 from shoal.core.paths import data_file_path
 from shoal.errors import UnsupportedFeatureError
-from shoal.format import binary_row, casts, data_formats
+from shoal.format import binary_row, casts, collector, data_formats
 from shoal.format import manifest as M
 from shoal.format import types as T
 from shoal.format.data_file import DataFileMeta
@@ -134,15 +134,16 @@ def live_entries(
     keep_partition = _partition_pruner(store, partition_dnf, partition_filter)
     if selection is None and (partition_dnf is not None or partition_filter is not None):
         selection = keep_partition
-    parts = store.manifests.read_manifests(metas, selection)
-    merged = M.merge_entries(e for part in parts for e in part)
-    out = []
     file_pruner = _file_pruner(store, dnf, partition_keys, target or store.schema)
-    for entry in merged:
-        if entry.kind != M.KIND_ADD or not keep_partition(entry.partition):
-            continue
-        if file_pruner is None or file_pruner(entry.file):
-            out.append(entry)
+    with collector.paused():  # a few objects per file, no cycles among them
+        parts = store.manifests.read_manifests(metas, selection)
+        merged = M.merge_entries(e for part in parts for e in part)
+        out = []
+        for entry in merged:
+            if entry.kind != M.KIND_ADD or not keep_partition(entry.partition):
+                continue
+            if file_pruner is None or file_pruner(entry.file):
+                out.append(entry)
     return out
 
 
@@ -319,6 +320,26 @@ def make_splits(
     divided: its files are merged together. ``deletions`` maps data file names to their
     deletion vectors, which the splits carry.
     """
+    with collector.paused():  # one split per bucket or target size, no cycles
+        return _make_splits(
+            store,
+            snapshot_id,
+            entries,
+            whole_buckets=whole_buckets,
+            schema=schema,
+            deletions=deletions,
+        )
+
+
+def _make_splits(
+    store: FileStore,
+    snapshot_id: int,
+    entries: Sequence[ManifestEntry],
+    *,
+    whole_buckets: bool,
+    schema: TableSchema | None,
+    deletions: Mapping[str, DeletionFile] | None,
+) -> list[DataSplit]:
     target = store.options.get(O.SPLIT_TARGET_SIZE)
     open_cost = store.options.get(O.SPLIT_OPEN_FILE_COST)
     check = readable_file_check(store, schema or store.schema)

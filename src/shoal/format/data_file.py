@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shoal.format import stats as S
+from shoal.format.avro import compiled
 from shoal.format.frozen import constructor
 from shoal.format.stats import SimpleStats
 
@@ -108,6 +109,92 @@ class DataFileMeta:
 
 
 _construct = constructor(DataFileMeta)
+
+
+def _of_fields(  # noqa: PLR0917 - one argument per field, as the decoder passes them
+    name: str,
+    size: int,
+    rows: int,
+    min_key: bytes,
+    max_key: bytes,
+    key_stats: SimpleStats,
+    value_stats: SimpleStats,
+    min_sequence: int,
+    max_sequence: int,
+    schema_id: int,
+    level: int,
+    extra: list[str],
+    created: datetime | None,
+    deleted_rows: int | None,
+    embedded_index: bytes | None,
+    source: int | None,
+    stats_cols: list[str] | None,
+    external_path: str | None,
+    first_row_id: int | None,
+    write_cols: list[str] | None,
+    write_seqs: list[int] | None,
+) -> DataFileMeta:
+    """A DataFileMeta of its Avro fields, decoded (as :meth:`DataFileMeta.from_avro`;
+    the compiled decoders give naive creation times)."""
+    return _construct(
+        name,
+        size,
+        rows,
+        min_key,
+        max_key,
+        key_stats,
+        value_stats,
+        min_sequence,
+        max_sequence,
+        schema_id,
+        level,
+        tuple(extra) if extra else (),
+        created,
+        deleted_rows,
+        embedded_index,
+        source,
+        tuple(stats_cols) if stats_cols is not None else None,
+        external_path,
+        first_row_id,
+        tuple(write_cols) if write_cols is not None else None,
+        tuple(write_seqs) if write_seqs is not None else None,
+    )
+
+
+# Decoding straight into DataFileMeta (see shoal.format.avro.compiled.Build): the
+# fields from_avro reads with [] are required, those it reads with get() optional.
+_REQUIRED = (
+    "_FILE_NAME",
+    "_FILE_SIZE",
+    "_ROW_COUNT",
+    "_MIN_KEY",
+    "_MAX_KEY",
+    "_KEY_STATS",
+    "_VALUE_STATS",
+    "_MIN_SEQUENCE_NUMBER",
+    "_MAX_SEQUENCE_NUMBER",
+    "_SCHEMA_ID",
+    "_LEVEL",
+    "_EXTRA_FILES",
+)
+_OPTIONAL = (
+    "_CREATION_TIME",
+    "_DELETE_ROW_COUNT",
+    "_EMBEDDED_FILE_INDEX",
+    "_FILE_SOURCE",
+    "_VALUE_STATS_COLS",
+    "_EXTERNAL_PATH",
+    "_FIRST_ROW_ID",
+    "_WRITE_COLS",
+    "_WRITE_COLS_SEQUENCES",
+)
+AVRO_BUILD = compiled.Build(
+    _of_fields,
+    [
+        *((n, S.AVRO_BUILD if n.endswith("_STATS") else None, True) for n in _REQUIRED),
+        *((n, None, False) for n in _OPTIONAL),
+    ],
+)
 
 
 def is_file_name(value: object) -> bool:

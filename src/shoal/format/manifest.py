@@ -201,7 +201,8 @@ def decode_manifest(
             the format version shoal reads (damaged, cut short, or not Avro at all).
     """
     if keep_partition is None:
-        return _decode(data, path, _entry)
+        built = _decode_built(data)
+        return built if built is not None else _decode(data, path, _entry)
 
     def accept(r: dict[str, Any]) -> bool:
         # a record of another format version is built, to be reported
@@ -396,6 +397,41 @@ def _entry(r: dict[str, Any]) -> ManifestEntry:
         raise ValueError(f"entry kind {entry.kind!r} is neither ADD (0) nor DELETE (1)")
     _check_names(entry.file.file_name, entry.file.extra_files)
     return entry
+
+
+def _entry_of(  # noqa: PLR0917 - the record's fields, as the decoder passes them
+    version: int, kind: int, partition: bytes, bucket: int, total_buckets: int, file: DataFileMeta
+) -> ManifestEntry:
+    """An entry of its Avro fields, decoded, checked as :func:`_entry` checks it."""
+    if version != MANIFEST_VERSION or kind not in (KIND_ADD, KIND_DELETE):
+        raise _FormatVersionError(version)  # reported by the dict decoding
+    _check_names(file.file_name, file.extra_files)
+    return _construct_entry(kind, partition, bucket, total_buckets, file)
+
+
+# Decoding entries straight into objects, no dict per record (see
+# shoal.format.avro.compiled.Build).
+_ENTRY_BUILD = avro.compiled.Build(
+    _entry_of,
+    [
+        ("_VERSION", None, True),
+        ("_KIND", None, True),
+        ("_PARTITION", None, True),
+        ("_BUCKET", None, True),
+        ("_TOTAL_BUCKETS", None, True),
+        ("_FILE", data_file.AVRO_BUILD, True),
+    ],
+)
+
+
+def _decode_built(data: bytes) -> list[ManifestEntry] | None:
+    """The entries of a manifest decoded straight into objects; None when that is not
+    how this file decodes, or it does not decode (then the dict decoding reads it, and
+    says what is wrong with it)."""
+    try:
+        return avro.container.read_built(data, _ENTRY_BUILD)
+    except Exception:
+        return None
 
 
 def _list_entry(r: dict[str, Any]) -> ManifestFileMeta:

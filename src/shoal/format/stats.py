@@ -8,6 +8,7 @@ from typing import Any
 
 from shoal.format import binary_row
 from shoal.format import types as T
+from shoal.format.avro import compiled
 from shoal.format.frozen import constructor
 
 
@@ -54,7 +55,11 @@ EMPTY_STATS = SimpleStats(binary_row.EMPTY_ROW, binary_row.EMPTY_ROW, ())
 
 def stats_from_avro(record: dict[str, Any]) -> SimpleStats:
     """Like ``SimpleStats.from_avro``, sharing one value for the (common) empty stats."""
-    low, high, counts = record["_MIN_VALUES"], record["_MAX_VALUES"], record.get("_NULL_COUNTS")
+    return stats_of(record["_MIN_VALUES"], record["_MAX_VALUES"], record.get("_NULL_COUNTS"))
+
+
+def stats_of(low: bytes, high: bytes, counts: list[int | None] | None) -> SimpleStats:
+    """The statistics of an Avro record's fields (as :func:`stats_from_avro`)."""
     if not counts and low == binary_row.EMPTY_ROW and high == low:
         return EMPTY_STATS if counts is not None else _EMPTY_NO_COUNTS
     return _construct(low, high, tuple(counts) if counts is not None else None)
@@ -64,6 +69,12 @@ _construct = constructor(SimpleStats)
 
 
 _EMPTY_NO_COUNTS = SimpleStats(binary_row.EMPTY_ROW, binary_row.EMPTY_ROW, None)
+
+# Decoding straight into SimpleStats (see shoal.format.avro.compiled.Build).
+AVRO_BUILD = compiled.Build(
+    stats_of,
+    [("_MIN_VALUES", None, True), ("_MAX_VALUES", None, True), ("_NULL_COUNTS", None, False)],
+)
 
 
 def avro_schema(name: str) -> dict[str, Any]:

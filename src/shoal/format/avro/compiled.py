@@ -23,7 +23,7 @@ errors surface as ``ValueError``.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -142,9 +142,29 @@ class _Skip:
 
 
 SKIP = _Skip()
+
+
+class Build:
+    """Projection of a record that builds it by calling ``make`` with the values of
+    ``fields`` (name, projection of the value, whether the writer's schema must hold
+    it), in that order, instead of building a dict: a field the writer's schema lacks
+    passes None (a required one leaves the schema uncompiled), a field ``fields`` does
+    not name is read past. What ``make`` raises propagates. Decoders are cached by the
+    Build's identity: a Build lives as long as the process (a module constant)."""
+
+    __slots__ = ("fields", "make")
+
+    def __init__(
+        self, make: Callable[..., Any], fields: Sequence[tuple[str, Projection, bool]]
+    ) -> None:
+        self.make = make
+        self.fields = tuple(fields)
+
+
 # What to decode of a value: everything (None), nothing (SKIP), or, for a record, a
-# mapping of the field names to decode to what to decode of each (other fields skipped).
-Projection = Mapping[str, "Projection | None"] | _Skip | None
+# mapping of the field names to decode to what to decode of each (other fields
+# skipped), or a Build.
+Projection = Mapping[str, "Projection | None"] | _Skip | Build | None
 
 
 class _DecoderBuilder:
@@ -252,6 +272,8 @@ class _DecoderBuilder:
     ) -> str:
         _register(schema, self.names)
         inner_active = active | {_full_name(schema)}
+        if isinstance(keep, Build):
+            return self._built(schema, ind, inner_active, keep)
         parts = []
         for f in schema["fields"]:
             if keep is None:
@@ -267,6 +289,24 @@ class _DecoderBuilder:
             return "None"
         v = self.src.fresh()
         self.src.emit(ind, f"{v} = {{{', '.join(parts)}}}")
+        return v
+
+    def _built(self, schema: dict[str, Any], ind: int, active: frozenset[str], build: Build) -> str:
+        wanted = {name: projection for name, projection, _ in build.fields}
+        values: dict[str, str] = {}
+        for f in schema["fields"]:
+            name = f["name"]
+            if name in wanted and name not in values:
+                values[name] = self.value(f["type"], ind, active, wanted[name])
+            else:
+                self.value(f["type"], ind, active, SKIP)
+        arguments = []
+        for name, _, required in build.fields:
+            if name not in values and required:
+                raise UnsupportedSchemaError(f"a record without the field {name!r}")
+            arguments.append(values.get(name, "None"))
+        v = self.src.fresh()
+        self.src.emit(ind, f"{v} = {self.src.constant(build.make)}({', '.join(arguments)})")
         return v
 
     def _array(

@@ -28,7 +28,7 @@ SYNC_SIZE = 16
 BLOCK_BYTES = 64 << 10
 _DECODERS: dict[tuple[bytes, str], compiled.Decoder | None] = {}
 _DECODERS_BY_ID: dict[
-    tuple[bytes, int], tuple[Mapping[str, Any] | None, compiled.Decoder | None]
+    tuple[bytes, int], tuple[Mapping[str, Any] | compiled.Build | None, compiled.Decoder | None]
 ] = {}
 _SCHEMAS: dict[bytes, Any] = {}
 _LOCK = threading.Lock()
@@ -77,6 +77,24 @@ def read_records(
             record: dict[str, Any] = fastavro.schemaless_reader(buffer, schema, None)  # type: ignore[assignment]
             if where is None or where.accept(record):
                 records.append(record)
+    return records
+
+
+def read_built(data: bytes, build: compiled.Build) -> list[Any] | None:
+    """Every record of a container file, each built by ``build``; None when the
+    compiled decoders leave the file to ``fastavro`` or its schema lacks a field
+    ``build`` requires. Raises ValueError on bytes that are not a container file, and
+    what ``build`` raises."""
+    container = read_blocks(data)
+    if container is None:
+        return None
+    text, blocks = container
+    decode = decoder(text, build)
+    if decode is None:
+        return None
+    records: list[Any] = []
+    for count, block in blocks:
+        records.extend(decode_block(decode, block, count))
     return records
 
 
@@ -233,7 +251,9 @@ def prepare(schema: dict[str, Any], codec: str = "zstandard") -> None:
     _writer(schema, codec)
 
 
-def decoder(text: bytes, keep: Mapping[str, Any] | None = None) -> compiled.Decoder | None:
+def decoder(
+    text: bytes, keep: Mapping[str, Any] | compiled.Build | None = None
+) -> compiled.Decoder | None:
     """The compiled decoder of one record of the schema ``text`` (JSON) building the
     fields ``keep`` names; None when the schema is one the compiled codecs leave out."""
     # Callers mostly pass module-level projections: find those by identity first (the
@@ -241,7 +261,15 @@ def decoder(text: bytes, keep: Mapping[str, Any] | None = None) -> compiled.Deco
     known = _DECODERS_BY_ID.get((text, id(keep)))
     if known is not None and known[0] is keep:
         return known[1]
-    key = (text, "" if keep is None else json.dumps(keep, sort_keys=True))
+    # a Build is found by identity only (the by-id table keeps it alive)
+    key = (
+        text,
+        f"build {id(keep)}"
+        if isinstance(keep, compiled.Build)
+        else ""
+        if keep is None
+        else json.dumps(keep, sort_keys=True),
+    )
     if key in _DECODERS:
         found = _DECODERS[key]
         _remember_by_id(text, keep, found)
@@ -259,7 +287,7 @@ def decoder(text: bytes, keep: Mapping[str, Any] | None = None) -> compiled.Deco
 
 
 def _remember_by_id(
-    text: bytes, keep: Mapping[str, Any] | None, decode: compiled.Decoder | None
+    text: bytes, keep: Mapping[str, Any] | compiled.Build | None, decode: compiled.Decoder | None
 ) -> None:
     with _LOCK:
         if len(_DECODERS_BY_ID) >= _MAX_SCHEMAS:  # callers that build projections per call
