@@ -16,7 +16,8 @@ delta manifest of the commit's entries, the previous base and delta manifests me
 into the new base list by shoal's own ``merge_manifests`` (small manifests merged,
 full rewrites once manifests holding deletes pass the threshold, rolling at the
 target size), both manifest lists written by shoal's ``ManifestStore.write_list``,
-and the freshness state in the snapshot properties. Only the manifest entries are
+and the freshness state in the snapshot properties (the last snapshot also the
+compaction backlog, counted from its live files when the build ends). Only the manifest entries are
 encoded here rather than by shoal's Avro encoder: each file's record is built once
 as bytes from its fields (a DELETE reuses its ADD's), which makes a million files
 affordable; :func:`self_check` proves the bytes equal shoal's encoding and decode
@@ -31,6 +32,7 @@ deletions are real.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import operator
 import os
@@ -50,8 +52,10 @@ import shoal
 from shoal import options as O
 from shoal.core.manifest_merge import merge_manifests
 from shoal.core.manifests import ManifestStore
+from shoal.core.plan import live_entries
 from shoal.core.snapshot_manager import EARLIEST, LATEST
 from shoal.core.store import FileStore
+from shoal.event_time import backlog
 from shoal.event_time.watermark import EventTimeState
 from shoal.format import avro, binary_row
 from shoal.format import manifest as M
@@ -608,6 +612,16 @@ def build(warehouse: Path, shape: Shape, expire_snapshots: int, seed: int) -> Bu
             store.file_io.write_bytes(
                 store.paths.snapshot_path(snapshot_id), snapshot.to_json().encode()
             )
+    if snapshot_id:
+        # The committer records the compaction backlog in every snapshot; here only the
+        # last one gets it (the others carry none, as another writer's would), counted
+        # from its live files, so that freshness and the next commit read it.
+        snapshot = dataclasses.replace(
+            snapshot, properties={**(snapshot.properties or {}), **_backlog(store, snapshot)}
+        )
+        store.file_io.write_bytes(
+            store.paths.snapshot_path(snapshot_id), snapshot.to_json().encode()
+        )
     store.snapshots.write_hint(LATEST, snapshot_id)
     store.snapshots.write_hint(EARLIEST, 1)
     _touch(to_create)
@@ -623,6 +637,12 @@ def build(warehouse: Path, shape: Shape, expire_snapshots: int, seed: int) -> Bu
         manifest_bytes=sum(sizes),
         snapshot_files=snapshot_id,
     )
+
+
+def _backlog(store: FileStore, snapshot: Snapshot) -> dict[str, str]:
+    """The backlog properties of ``snapshot``, from a scan of its live files."""
+    found = backlog.scan(live_entries(store, snapshot), backlog.bounds_of(store), store.max_level)
+    return backlog.to_properties(found, snapshot.id, store)
 
 
 def _touch(paths: list[str]) -> None:

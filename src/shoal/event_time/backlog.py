@@ -290,12 +290,11 @@ def recorded(store: FileStore, snapshot: Snapshot) -> Backlog | None:
 def with_backlog(
     store: FileStore,
     latest: Snapshot | None,
-    entries: Sequence[ManifestEntry],
+    backlog: Backlog,
     properties: Mapping[str, str] | None,
 ) -> dict[str, str]:
-    """``properties`` plus the backlog of the snapshot that commits ``entries`` on top
-    of ``latest`` (for a primary-key table)."""
-    backlog = backlog_after(store, latest, entries)
+    """``properties`` plus ``backlog``, that of the snapshot committed on top of
+    ``latest`` (``backlog_after``)."""
     merged = {k: v for k, v in (properties or {}).items() if not k.startswith(PREFIX)}
     merged.update(to_properties(backlog, latest.id + 1 if latest is not None else 1, store))
     return merged

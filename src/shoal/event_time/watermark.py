@@ -16,7 +16,9 @@ the watermark from its own ADD and DELETE entries instead of reading the table:
 An empty value means "no such file". The state is recomputed from the live files
 only when a DELETE removes a file that may have held the previous minimum or
 maximum (and no ADD of the same commit replaces it), or when the previous snapshot
-does not carry the properties (a table written earlier, or by another writer).
+does not carry the properties (a table written earlier, or by another writer). The
+minimum needs no live files when the commit's compaction backlog (``backlog``) gives
+it: the backlog's minimum event time is this one, per bucket.
 All values are epoch milliseconds as decimal strings: Paimon's readers take the
 properties as a plain string map and ignore keys they do not know.
 """
@@ -115,12 +117,25 @@ def state_of(files: Iterable[DataFileMeta], bounds: Bounds, top_level: int) -> E
     return EventTimeState(low, high)
 
 
+class _Unknown:
+    """The type of UNKNOWN: no minimum known from elsewhere."""
+
+
+UNKNOWN = _Unknown()
+
+
 def advance(
-    state: EventTimeState, entries: Sequence[ManifestEntry], bounds: Bounds, top_level: int
+    state: EventTimeState,
+    entries: Sequence[ManifestEntry],
+    bounds: Bounds,
+    top_level: int,
+    uncompacted_min: int | _Unknown | None = UNKNOWN,
 ) -> EventTimeState | None:
     """The state after a commit of ``entries``; None when only the live files can tell
     (a DELETE removed a file that may have held the minimum or the maximum, and no ADD
-    reaches it again)."""
+    reaches it again). ``uncompacted_min``: the minimum after the commit when already
+    known (from the compaction backlog the commit carries), so that only the maximum
+    may need the live files."""
     adds = state_of((e.file for e in entries if e.kind == M.KIND_ADD), bounds, top_level)
     lost_min = lost_max = False
     for entry in entries:
@@ -135,9 +150,11 @@ def advance(
             lost_max = True
     # The files left have a minimum at or above the old one: an added file at or below
     # it is the new minimum, whatever was deleted (and likewise for the maximum).
-    if lost_min and not _known_le(adds.uncompacted_min, state.uncompacted_min):
-        return None
     if lost_max and not _known_le(state.max, adds.max):
+        return None
+    if not isinstance(uncompacted_min, _Unknown):
+        return EventTimeState(uncompacted_min, _max(state.max, adds.max))
+    if lost_min and not _known_le(adds.uncompacted_min, state.uncompacted_min):
         return None
     return EventTimeState(
         _min(state.uncompacted_min, adds.uncompacted_min), _max(state.max, adds.max)
@@ -170,6 +187,7 @@ def state_after(
     latest: Snapshot | None,
     entries: Sequence[ManifestEntry],
     bounds: Bounds,
+    uncompacted_min: int | _Unknown | None = UNKNOWN,
 ) -> EventTimeState:
     """The state once ``entries`` are committed on top of ``latest``: from the state
     ``latest`` recorded when it can, otherwise from the live files."""
@@ -178,7 +196,7 @@ def state_after(
         return state_of((e.file for e in entries if e.kind == M.KIND_ADD), bounds, top)
     previous = state_from_properties(latest.properties)
     if previous is not None:
-        advanced = advance(previous, entries, bounds, top)
+        advanced = advance(previous, entries, bounds, top, uncompacted_min)
         if advanced is not None:
             return advanced
     merged = M.merge_entries([*live_entries(store, latest), *entries])
@@ -190,12 +208,15 @@ def with_watermark(
     latest: Snapshot | None,
     entries: Sequence[ManifestEntry],
     properties: Mapping[str, str] | None,
+    uncompacted_min: int | _Unknown | None = UNKNOWN,
 ) -> dict[str, str] | None:
     """``properties`` plus the freshness state of the snapshot that commits ``entries``
-    on top of ``latest``; unchanged for a table without an event-time column."""
+    on top of ``latest``; unchanged for a table without an event-time column.
+    ``uncompacted_min``: the minimum event time below the top level after the commit,
+    when the commit's backlog already tells it."""
     if not store.event_time_columns or not store.is_primary_key:
         return dict(properties) if properties else None
-    state = state_after(store, latest, entries, EventTimeBounds(store).of)
+    state = state_after(store, latest, entries, EventTimeBounds(store).of, uncompacted_min)
     merged = {k: v for k, v in (properties or {}).items() if k != WATERMARK}
     merged.update(state.to_properties())
     return merged

@@ -37,7 +37,7 @@ from shoal.errors import (
     CorruptMetadataError,
     SequenceConflictError,
 )
-from shoal.event_time.backlog import with_backlog
+from shoal.event_time.backlog import backlog_after, with_backlog
 from shoal.event_time.watermark import with_watermark
 from shoal.format import manifest as M
 from shoal.format.index_manifest import (
@@ -371,10 +371,13 @@ class FileStoreCommit:
     ) -> _Attempt:
         store = self.store
         properties, watermark = request.properties, request.watermark
-        if store.event_time_columns:  # the read-optimized freshness watermark
-            properties = with_watermark(store, latest, entries, properties)
         if store.is_primary_key:  # the compaction backlog, read by freshness()
-            properties = with_backlog(store, latest, entries, properties)
+            backlog = backlog_after(store, latest, entries)
+            if store.event_time_columns:  # the read-optimized freshness watermark
+                properties = with_watermark(
+                    store, latest, entries, properties, backlog.min_event_time
+                )
+            properties = with_backlog(store, latest, backlog, properties)
         written: list[str] = []
         index_manifest = self._index_manifest(latest, request, written)
         delta_metas = store.manifests.write_manifests(entries)
