@@ -148,37 +148,67 @@ def _starts(columns: list[np.ndarray]) -> np.ndarray:
     return starts
 
 
+def _packed_order(key: np.ndarray) -> np.ndarray | None:
+    """The stable order of an integer key column, by one in-place sort of plain
+    integers: each key (less the smallest) shifted above its row number, so equal keys
+    keep their row order. None when the keys' span leaves too few bits for that."""
+    n = len(key)
+    if key.dtype.kind not in "iub" or n < 2:
+        return None
+    bits = (n - 1).bit_length()
+    low, high = int(key.min()), int(key.max())
+    if high - low >= 1 << (63 - bits):
+        return None
+    if key.dtype == np.uint64:
+        packed = (key - np.uint64(low)).astype(np.int64)
+    else:
+        packed = key.astype(np.int64)
+        packed -= low
+    packed <<= bits
+    packed |= np.arange(n, dtype=np.int64)
+    packed.sort()
+    packed &= (1 << bits) - 1
+    return packed
+
+
+def _key_order(keys: list[np.ndarray]) -> np.ndarray:
+    """The stable order of rows by their key columns."""
+    if len(keys) == 1:
+        packed = _packed_order(keys[0])
+        if packed is not None:
+            return packed
+        return np.argsort(keys[0], kind="stable")
+    return np.lexsort(list(reversed(keys)))
+
+
 def _winners_by_unique_sequence(
     keys: list[np.ndarray], sequence: np.ndarray, newest_first: bool
 ) -> np.ndarray | None:
-    """Winner indices from a stable sort by key alone (fast: the rows come in sorted
-    runs) and each key's highest (or lowest) sequence number. None when sequence
-    numbers repeat within a key, which only a faulty writer produces."""
-    order = (
-        np.argsort(keys[0], kind="stable") if len(keys) == 1 else np.lexsort(list(reversed(keys)))
-    )
-    starts = np.flatnonzero(_starts([k[order] for k in keys]))
+    """Winner indices from a stable sort by key alone, when each key's rows come in
+    strictly monotone sequence order (as the merge's runs, newest first, and a write's
+    rows, oldest first, give them): the winner is then the key's first or last row.
+    None otherwise (sequence numbers repeat within a key only from a faulty writer)."""
+    order = _key_order(keys)
+    if not len(order):
+        return order
+    starts = _starts([k[order] for k in keys])
     ordered = sequence[order]
-    reduce = np.maximum if newest_first else np.minimum
-    best = reduce.reduceat(ordered, starts)
-    sizes = np.diff(np.append(starts, len(ordered)))
-    chosen = ordered == np.repeat(best, sizes)
-    if int(chosen.sum()) != len(starts):
-        return None
-    return np.asarray(order[chosen])
+    inner = ~starts[1:]
+    ends = np.append(starts[1:], True)
+    if not np.any((ordered[1:] >= ordered[:-1]) & inner):  # descending within each key
+        return np.asarray(order[starts if newest_first else ends])
+    if not np.any((ordered[1:] <= ordered[:-1]) & inner):  # ascending within each key
+        return np.asarray(order[ends if newest_first else starts])
+    return None
 
 
-def winners(
-    rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings, *, every_key: bool = False
-) -> pa.Table:
-    """Rows sorted by key, keeping each key's winning row under the merge engine (or,
-    for the engines that combine rows, each key's combined row).
-
-    Numeric keys sort in numpy (a lexicographic sort of plain arrays is about twice
-    as fast as Arrow's multi-column sort); other keys sort in Arrow.
-    """
+def winner_positions(
+    rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings
+) -> np.ndarray | None:
+    """Positions of each key's winning row, in key order, for the engines that keep
+    one row of a key (None for those that combine rows)."""
     if settings.combines:
-        return engines.combine(rows, layout, settings, every_key=every_key)
+        return None
     keys = layout.key_columns
     newest_first = settings.engine != FIRST_ROW
     order_columns = list(keys)
@@ -192,18 +222,40 @@ def winners(
         if len(tail) == 1:
             fast = _winners_by_unique_sequence(key_arrays, tail[0], newest_first)
             if fast is not None:
-                return rows.take(fast)
+                return fast
         tail = [-a if newest_first else a for a in tail]
         order = np.lexsort([*reversed(tail), *reversed(key_arrays)])
         starts = _starts([a[order] for a in key_arrays])
-        return rows.take(order[starts])
+        return np.asarray(order[starts])
     direction = "descending" if newest_first else "ascending"
     sort_keys = [(k, "ascending") for k in keys]
     sort_keys += [(c, direction) for c in order_columns[len(keys) :]]
     order_array = pc.sort_indices(rows, sort_keys=sort_keys)
     ordered_keys = rows.select(keys).take(order_array)
     starts = group_starts(ordered_keys, keys)
-    return rows.take(order_array.to_numpy()[starts])
+    return np.asarray(order_array.to_numpy()[starts])
+
+
+def winners(
+    rows: pa.Table, layout: KeyValueLayout, settings: MergeSettings, *, every_key: bool = False
+) -> pa.Table:
+    """Rows sorted by key, keeping each key's winning row under the merge engine (or,
+    for the engines that combine rows, each key's combined row).
+
+    Numeric keys sort in numpy (an integer key by one sort of plain integers, a
+    lexicographic sort of plain arrays is about twice as fast as Arrow's multi-column
+    sort); other keys sort in Arrow.
+    """
+    positions = winner_positions(rows, layout, settings)
+    if positions is None:
+        return engines.combine(rows, layout, settings, every_key=every_key)
+    return rows.take(positions)
+
+
+def _retracts(table: pa.Table, positions: np.ndarray) -> np.ndarray:
+    """Which of the rows at ``positions`` remove their key (update-before, delete)."""
+    kinds = np.asarray(table.column(kv.VALUE_KIND).to_numpy())[positions]
+    return np.asarray((kinds == kv.UPDATE_BEFORE) | (kinds == kv.DELETE))
 
 
 class BucketMerger:
@@ -330,12 +382,21 @@ class BucketMerger:
         if settings.ignore_delete or settings.engine == FIRST_ROW:
             # first-row keeps the first row of a key for good: a later delete is ignored.
             table = table.filter(pc.invert(kv.is_retract(table.column(kv.VALUE_KIND))))
+        drop = self.drop_deletes or not self.keep_system
         if self._levels:
             table = self._resolve_levels(table, single_run=single_run)
         elif not single_run and table.num_rows:
-            table = winners(table, self.layout, settings)
-        if self.drop_deletes or not self.keep_system:
-            table = table.filter(pc.invert(kv.is_retract(table.column(kv.VALUE_KIND))))
+            positions = winner_positions(table, self.layout, settings)
+            if positions is not None:
+                # Only the winners' output columns are gathered, retractions left out.
+                if drop:
+                    positions = positions[~_retracts(table, positions)]
+                return table.select(self.output_columns).take(positions)
+            table = engines.combine(table, self.layout, settings)
+        if drop:
+            retract = kv.is_retract(table.column(kv.VALUE_KIND))
+            if pc.any(retract).as_py():
+                table = table.filter(pc.invert(retract))
         return table.select(self.output_columns)
 
     def _resolve_levels(self, table: pa.Table, *, single_run: bool) -> pa.Table:
