@@ -15,8 +15,8 @@ coerces its values to one type (``map('n', 0, 'v', 'x')`` is a map of strings); 
 value must fit its column exactly, as for ``Table.update_where``. Dates, times and
 timestamps are ISO strings, decimals are JSON numbers read as decimals (``1.10`` is
 exact), and a number for a floating-point column must be written as the double it
-means (``0.1``, not ``1e400``). Anything else (a MAP, a number, a NULL, a repeated key, a string that is not
-JSON) is refused with ``InvalidArgumentError`` before the table is read.
+means (``0.1``, not ``1e400``). Anything else (a MAP, a number, a NULL, a repeated
+key, a string that is not JSON) is refused with ``InvalidArgumentError`` before the table is read.
 """
 
 from __future__ import annotations
