@@ -14,8 +14,9 @@ snapshot file instead of every manifest:
   ``shoal.backlog.buckets-with-uncompacted-files``,
   ``shoal.backlog.min-uncompacted-event-time`` (empty: none): the totals;
 - ``shoal.backlog.by-bucket``: one record per (partition, bucket) holding files below
-  the top level (their count, bytes and minimum event time), as zlib-compressed JSON
-  in base64. Its size follows the number of such buckets, not the number of files.
+  the top level ([partition bytes in hex, bucket, count, bytes, minimum event time]),
+  as zlib-compressed JSON in base64. Its size follows the number of such buckets,
+  not the number of files.
 
 A commit updates the per-bucket records from its own ADD and DELETE entries. A
 bucket leaves the set when its last file below the top level is deleted. When a
@@ -35,6 +36,7 @@ import json
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
@@ -56,10 +58,10 @@ BY_BUCKET = "shoal.backlog.by-bucket"
 BucketKey = tuple[bytes, int]
 
 
-@dataclass(frozen=True, slots=True)
-class BucketState:
+class BucketState(NamedTuple):
     """The files of one bucket below the top level: how many, their bytes and the
-    smallest event time among them (None: none has event-time bounds)."""
+    smallest event time among them (None: none has event-time bounds). A tuple: a
+    commit decodes one per bucket of the table's backlog."""
 
     file_count: int
     size_in_bytes: int
@@ -227,11 +229,8 @@ def _rescan(
 
 def to_properties(backlog: Backlog, snapshot_id: int, store: FileStore) -> dict[str, str]:
     """The snapshot properties that record ``backlog`` for snapshot ``snapshot_id``."""
-    records = [
-        [base64.b64encode(p).decode(), b, s.file_count, s.size_in_bytes, s.min_event_time]
-        for (p, b), s in backlog.buckets.items()
-    ]
-    packed = zlib.compress(json.dumps(records, separators=(",", ":")).encode())
+    records = [[p.hex(), b, *state] for (p, b), state in backlog.buckets.items()]
+    packed = zlib.compress(json.dumps(records, separators=(",", ":")).encode(), 1)
     low = backlog.min_event_time
     return {
         SNAPSHOT_ID: str(snapshot_id),
@@ -276,15 +275,25 @@ def recorded(store: FileStore, snapshot: Snapshot) -> Backlog | None:
         return None
     try:
         records = json.loads(zlib.decompress(base64.b64decode(properties[BY_BUCKET])))
-        buckets = {
-            (base64.b64decode(p), int(b)): BucketState(
-                int(n), int(s), None if low is None else int(low)
-            )
-            for p, b, n, s, low in records
-        }
+        buckets = {(bytes.fromhex(p), b): BucketState(n, s, low) for p, b, n, s, low in records}
     except (ValueError, TypeError, zlib.error):
         return None
+    if not all(_well_formed(key, state) for key, state in buckets.items()):
+        return None
     return Backlog(buckets)
+
+
+def _well_formed(key: BucketKey, state: BucketState) -> bool:
+    """A decoded record holds integers, a positive count and no negative size."""
+    n, size, low = state
+    return (
+        type(key[1]) is int
+        and type(n) is int
+        and type(size) is int
+        and (low is None or type(low) is int)
+        and n > 0
+        and size >= 0
+    )
 
 
 def with_backlog(
