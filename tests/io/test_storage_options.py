@@ -198,6 +198,26 @@ def test_a_commit_lock_lets_such_a_store_commit(tmp_path: Path) -> None:
     assert (tmp_path / "commit.lock").exists()
 
 
+def test_a_write_without_the_lock_is_refused_before_a_data_file_is_written(
+    tmp_path: Path,
+) -> None:
+    catalog = shoal.Catalog("mock:///wh", storage_options={"lock.file": str(tmp_path / "l")})
+    table = catalog.create_table("db.t", EVENTS_SCHEMA, partition_keys=["dt"])
+    table.append(events(range(3)))
+    store = table._store
+    store.file_io = FileIO(store.file_io.fs)  # the same store, opened without the lock
+
+    def data_files() -> list[str]:
+        listing = store.file_io.list_status(store.root, recursive=True)
+        return sorted(s.path for s in listing if s.path.endswith(".parquet"))
+
+    before = data_files()
+    with pytest.raises(shoal.UnsafeCommitError):
+        table.append(events(range(3, 5)))
+    assert data_files() == before
+    assert table.to_arrow().num_rows == 3
+
+
 def test_the_lock_directory_must_exist(tmp_path: Path) -> None:
     with pytest.raises(InvalidOptionError, match=r"lock\.file"):
         shoal.Catalog("mock:///wh", storage_options={"lock.file": str(tmp_path / "no" / "x")})

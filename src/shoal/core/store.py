@@ -144,11 +144,13 @@ class FileStore:
 
     def require_writable(self) -> None:
         """Refuse a write or compaction of a table whose options switch on a feature
-        shoal does not implement for writes (a changelog producer, say). Raises
-        UnsupportedFeatureError before anything is written."""
+        shoal does not implement for writes (a changelog producer, say), or on a store
+        that cannot publish a commit safely. Raises UnsupportedFeatureError or
+        UnsafeCommitError before anything is written."""
         features.require(
             self.schema.options, primary_key=self.is_primary_key, table=self.uri, scope="write"
         )
+        self.file_io.require_safe_commit(self.root)
 
     def schema_of(self, schema_id: int) -> TableSchema:
         return self.schema if schema_id == self.schema.id else self.schemas.schema(schema_id)

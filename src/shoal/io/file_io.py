@@ -98,14 +98,20 @@ class FileIO:
         a part (an object store's put is atomic already)."""
         self.write_bytes(path, data)
 
+    def require_safe_commit(self, path: str) -> None:
+        """Raise UnsafeCommitError unless a commit can be published at ``path`` safely
+        (writers call it before they write a data file)."""
+        if not self.atomic_create and self.commit_lock is None:
+            raise UnsafeCommitError(f"{self.fs.type_name}://{path}")
+
     def try_create(self, path: str, data: bytes) -> bool:
         """Create ``path`` holding ``data`` unless it exists; False if it did.
 
         Every commit publishes through here; without an atomic create, only under the
         commit lock. Raises UnsafeCommitError when none is configured."""
+        self.require_safe_commit(path)
         lock = self.commit_lock
-        if lock is None:
-            raise UnsafeCommitError(f"{self.fs.type_name}://{path}")
+        assert lock is not None
         with lock.held():
             if self.exists(path):
                 return False
