@@ -341,7 +341,7 @@ def test_table_without_event_time_field_still_counts(tmp_path: Path) -> None:
     for snapshot in table.snapshots():
         keys = set(snapshot.properties or {})
         assert not keys & {FW.WATERMARK, FW.UNCOMPACTED_MIN, FW.MAX_EVENT_TIME}
-        assert {k for k in keys if k.startswith("shoal.")} == BACKLOG_KEYS
+        assert {k for k in keys if k.startswith(FB.PREFIX)} == BACKLOG_KEYS
     files = live_files(table)
     got = table.freshness()
     assert (got.watermark_ms, got.min_uncompacted_event_time_ms) == (None, None)
