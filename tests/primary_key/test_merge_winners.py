@@ -2,7 +2,8 @@
 row of the key's highest sequence number, for first-row its lowest; a tie (only a
 faulty writer repeats a sequence number within a key) goes to the earlier row. Keys
 of every integer width and span (the packed integer sort and its fallbacks), strings,
-composite keys; rows in sorted runs (newest or oldest first) and in any order."""
+composite keys; rows in sorted runs (newest or oldest first) and in any order. And the
+stable order of an integer key column, by a packed sort or numpy's, against numpy's."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 import shoal
 from shoal.core.kv import DEDUPLICATE, FIRST_ROW, KeyValueLayout, MergeSettings
 from shoal.primary_key.merge import winner_positions
+from shoal.primary_key.ordering import stable_order
 
 INT64 = (-(1 << 63), (1 << 63) - 1)
 KEY_TYPES: dict[str, tuple[pa.DataType, st.SearchStrategy[Any]]] = {
@@ -108,3 +110,26 @@ def test_winners_match_the_model(
         assert positions.tolist() == _model(keys, seqs, engine)
 
     run()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["int8", "int16", "int32", "int64", "uint64", "bool"]).flatmap(
+        lambda name: st.tuples(
+            st.just(name),
+            st.lists(
+                st.booleans()
+                if name == "bool"
+                else st.integers(np.iinfo(name).min, np.iinfo(name).max)
+                | st.integers(-3, 3).filter(lambda v, n=name: v >= np.iinfo(n).min),
+                max_size=60,
+            ),
+        )
+    )
+)
+def test_stable_order_is_numpys_stable_argsort(case: tuple[str, list[Any]]) -> None:
+    name, values = case
+    key = np.array(values, dtype=name)
+    before = key.copy()
+    assert stable_order(key).tolist() == np.argsort(key, kind="stable").tolist()
+    assert key.tolist() == before.tolist()

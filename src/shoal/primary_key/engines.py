@@ -32,7 +32,7 @@ from shoal.core.merge_engine import RETRACTABLE
 from shoal.errors import InvalidInputDataError, UnsupportedFeatureError
 from shoal.primary_key import partial_update
 from shoal.primary_key.aggregates import Groups, aggregate, column, pick
-from shoal.primary_key.ordering import as_numbers, group_starts
+from shoal.primary_key.ordering import as_numbers, group_starts, stable_order
 
 
 def merge_order(rows: pa.Table, keys: list[str], sequence_field: str | None) -> np.ndarray:
@@ -56,7 +56,7 @@ def _order_by_key_then_run(key: np.ndarray, sequence: np.ndarray) -> np.ndarray 
     run first (as the merge hands them over): a stable sort by key (quick on sorted
     runs), each key's rows then turned around when their sequence numbers fall. None
     when some key's rows are in neither order."""
-    order = np.argsort(key, kind="stable")
+    order = stable_order(key)
     sorted_key, seq = key[order], sequence[order]
     n = len(order)
     same = sorted_key[1:] == sorted_key[:-1]  # row i+1 has row i's key
@@ -256,7 +256,7 @@ def _newest_first(
     sequence = as_numbers(rows.column(kv.SEQUENCE_NUMBER))
     if key is None or sequence is None:
         return None
-    order = np.argsort(key, kind="stable")
+    order = stable_order(key)
     sorted_key, seq = key[order], sequence[order]
     same = sorted_key[1:] == sorted_key[:-1]
     if not bool(np.all(seq[1:][same] < seq[:-1][same])):

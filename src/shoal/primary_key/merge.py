@@ -31,7 +31,7 @@ from shoal.io import FileIO, parallel_map
 from shoal.primary_key import engines
 from shoal.primary_key.changelog import LEVEL, ChangelogMaker, newest_upper
 from shoal.primary_key.levels import RunFile
-from shoal.primary_key.ordering import as_numbers, group_starts
+from shoal.primary_key.ordering import as_numbers, group_starts, stable_order
 
 
 def _run_batches(
@@ -148,36 +148,10 @@ def _starts(columns: list[np.ndarray]) -> np.ndarray:
     return starts
 
 
-def _packed_order(key: np.ndarray) -> np.ndarray | None:
-    """The stable order of an integer key column, by one in-place sort of plain
-    integers: each key (less the smallest) shifted above its row number, so equal keys
-    keep their row order. None when the keys' span leaves too few bits for that."""
-    n = len(key)
-    if key.dtype.kind not in "iub" or n < 2:
-        return None
-    bits = (n - 1).bit_length()
-    low, high = int(key.min()), int(key.max())
-    if high - low >= 1 << (63 - bits):
-        return None
-    if key.dtype == np.uint64:
-        packed = (key - np.uint64(low)).astype(np.int64)
-    else:
-        packed = key.astype(np.int64)
-        packed -= low
-    packed <<= bits
-    packed |= np.arange(n, dtype=np.int64)
-    packed.sort()
-    packed &= (1 << bits) - 1
-    return packed
-
-
 def _key_order(keys: list[np.ndarray]) -> np.ndarray:
     """The stable order of rows by their key columns."""
     if len(keys) == 1:
-        packed = _packed_order(keys[0])
-        if packed is not None:
-            return packed
-        return np.argsort(keys[0], kind="stable")
+        return stable_order(keys[0])
     return np.lexsort(list(reversed(keys)))
 
 

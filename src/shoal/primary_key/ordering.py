@@ -1,5 +1,6 @@
-"""Ordering rows by key: columns in the numpy form that sorts like them, and where each
-key's rows begin in rows sorted by key (shared by the merge and the merge engines)."""
+"""Ordering rows by key: columns in the numpy form that sorts like them, their stable
+order, and where each key's rows begin in rows sorted by key (shared by the merge and
+the merge engines)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,36 @@ def as_numbers(column: pa.ChunkedArray) -> np.ndarray | None:
     elif not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
         return None
     return np.asarray(column.to_numpy(zero_copy_only=False))
+
+
+def _packed_order(key: np.ndarray) -> np.ndarray | None:
+    """The stable order of an integer key column, by one in-place sort of plain
+    integers: each key (less the smallest) shifted above its row number, so equal keys
+    keep their row order. None when the keys' span leaves too few bits for that."""
+    n = len(key)
+    if key.dtype.kind not in "iub" or n < 2:
+        return None
+    bits = (n - 1).bit_length()
+    low, high = int(key.min()), int(key.max())
+    if high - low >= 1 << (63 - bits):
+        return None
+    if key.dtype == np.uint64:
+        packed = (key - np.uint64(low)).astype(np.int64)
+    else:
+        packed = key.astype(np.int64)
+        packed -= low
+    packed <<= bits
+    packed |= np.arange(n, dtype=np.int64)
+    packed.sort()
+    packed &= (1 << bits) - 1
+    return packed
+
+
+def stable_order(key: np.ndarray) -> np.ndarray:
+    """The stable order of a numeric key column (``np.argsort(key, kind="stable")``):
+    for integers by one sort of packed integers, several times quicker."""
+    packed = _packed_order(key)
+    return packed if packed is not None else np.argsort(key, kind="stable")
 
 
 def group_starts(table: pa.Table, keys: list[str]) -> np.ndarray:
