@@ -543,3 +543,23 @@ def test_identifier_and_with_kind() -> None:
     deleted = entry.with_kind(KIND_DELETE)
     assert deleted.kind == KIND_DELETE
     assert replace(deleted, kind=KIND_ADD) == entry
+
+
+def test_decoded_entries_share_equal_partitions_and_null_counts() -> None:
+    stats = SimpleStats(b"\x00" * 16, b"\x01" * 16, (0, None, 3))
+    entries = [
+        ManifestEntry(
+            KIND_ADD,
+            PARTITION,
+            0,
+            1,
+            replace(minimal_file(f"data-{i}.parquet"), key_stats=stats, value_stats=stats),
+        )
+        for i in range(3)
+    ]
+    decoded = M.decode_manifest(M.encode_manifest(entries))
+    assert decoded == entries
+    first = decoded[0]
+    for entry in decoded[1:]:
+        assert entry.partition is first.partition
+        assert entry.file.value_stats.null_counts is first.file.key_stats.null_counts

@@ -406,7 +406,17 @@ def _entry_of(  # noqa: PLR0917 - the record's fields, as the decoder passes the
     if version != MANIFEST_VERSION or kind not in (KIND_ADD, KIND_DELETE):
         raise _FormatVersionError(version)  # reported by the dict decoding
     _check_names(file.file_name, file.extra_files)
-    return _construct_entry(kind, partition, bucket, total_buckets, file)
+    known = _PARTITIONS.get(partition)
+    if known is None:
+        if len(_PARTITIONS) >= _MAX_PARTITIONS:
+            _PARTITIONS.clear()
+        known = _PARTITIONS.setdefault(partition, partition)
+    return _construct_entry(kind, known, bucket, total_buckets, file)
+
+
+# The partitions met last, each kept once: a partition's entries share its bytes.
+_PARTITIONS: dict[bytes, bytes] = {}
+_MAX_PARTITIONS = 16384
 
 
 # Decoding entries straight into objects, no dict per record (see

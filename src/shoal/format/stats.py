@@ -59,10 +59,25 @@ def stats_from_avro(record: dict[str, Any]) -> SimpleStats:
 
 
 def stats_of(low: bytes, high: bytes, counts: list[int | None] | None) -> SimpleStats:
-    """The statistics of an Avro record's fields (as :func:`stats_from_avro`)."""
+    """The statistics of an Avro record's fields (as :func:`stats_from_avro`), the null
+    counts shared with other statistics holding the same (a few tuples serve a whole
+    table: planning keeps two per live file)."""
     if not counts and low == binary_row.EMPTY_ROW and high == low:
         return EMPTY_STATS if counts is not None else _EMPTY_NO_COUNTS
-    return _construct(low, high, tuple(counts) if counts is not None else None)
+    if counts is None:
+        return _construct(low, high, None)
+    shared = tuple(counts)
+    known = _COUNTS.get(shared)
+    if known is None:
+        if len(_COUNTS) >= _MAX_COUNTS:
+            _COUNTS.clear()
+        known = _COUNTS.setdefault(shared, shared)
+    return _construct(low, high, known)
+
+
+# Null count tuples met last, each kept once (equal tuples are interchangeable).
+_COUNTS: dict[tuple[int | None, ...], tuple[int | None, ...]] = {}
+_MAX_COUNTS = 4096
 
 
 _construct = constructor(SimpleStats)
