@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pyarrow as pa
@@ -211,10 +212,28 @@ def test_a_commit_reads_only_the_manifests_of_its_partitions(catalog: shoal.Cata
     table = catalog.get_table("db.t")  # nothing cached
     reads = _manifest_reads(table)
     table.upsert(events([100], dt=days[-1]))  # next sequence numbers, then the commit's check
-    live = {m.file_name for m in table._store.manifests.read_list(
-        table.snapshot(len(days)).delta_manifest_list)}
-    assert set(reads) == live  # the last day's manifest only, not all ten
-    assert sorted(table.to_arrow().column("id").to_pylist()) == [*range(10), 100]
+    assert reads == []  # the snapshot records the day's sequence numbers
+    # Another writer's snapshot carries no record: the day's manifests are read.
+    latest = table.latest_snapshot()
+    assert latest is not None
+    path = os.path.join(table.path, "snapshot", f"snapshot-{latest.id}")
+    with open(path) as f:
+        data = json.load(f)
+    data["properties"] = {
+        k: v for k, v in data["properties"].items() if not k.startswith("shoal.sequences.")
+    }
+    with open(path, "w") as f:
+        json.dump(data, f)
+    table = catalog.get_table("db.t")  # nothing cached
+    reads = _manifest_reads(table)
+    table.upsert(events([101], dt=days[-1]))
+    live = {
+        m.file_name
+        for s in (len(days), len(days) + 1)
+        for m in table._store.manifests.read_list(table.snapshot(s).delta_manifest_list)
+    }
+    assert set(reads) == live  # the last day's manifests only, not all ten
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [*range(10), 100, 101]
 
 
 def test_live_entries_of_some_partitions_match_a_filter_by_them(catalog: shoal.Catalog) -> None:

@@ -47,6 +47,7 @@ from shoal.format.index_manifest import (
 )
 from shoal.format.manifest import ManifestEntry, ManifestFileMeta
 from shoal.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from shoal.write import bucket_sequences
 from shoal.write.bucket_index import hash_entries
 from shoal.write.files import CommitMessage
 
@@ -267,13 +268,14 @@ class FileStoreCommit:
             lowest[key] = min(
                 lowest.get(key, e.file.min_sequence_number), e.file.min_sequence_number
             )
-        partitions = {p for p, _ in lowest}
-        for e in live_entries(self.store, latest, partitions=partitions):
-            floor = lowest.get((e.partition, e.bucket))
-            if floor is not None and e.file.max_sequence_number >= floor:
+        # the highest sequence number of each bucket: recorded in the snapshot, or read
+        known = bucket_sequences.known_for(self.store, latest, {p for p, _ in lowest})
+        for (partition, bucket), floor in lowest.items():
+            high = known[partition].get(bucket)
+            if high is not None and high >= floor:
                 raise SequenceConflictError(
-                    f"bucket {e.bucket} was written concurrently (file {e.file.file_name}); "
-                    "the write must be sequenced again"
+                    f"bucket {bucket} was written concurrently (its rows reach sequence "
+                    f"number {high}); the write must be sequenced again"
                 )
 
     def _check_hash_index(
@@ -378,6 +380,10 @@ class FileStoreCommit:
                     store, latest, entries, properties, backlog.min_event_time
                 )
             properties = with_backlog(store, latest, backlog, properties)
+        if store.is_primary_key:  # each bucket's highest sequence number, read by writes
+            known = bucket_sequences.after(store, latest, entries, learn=request.check_sequences)
+            next_id = latest.id + 1 if latest is not None else 1
+            properties = {**(properties or {}), **bucket_sequences.to_properties(known, next_id)}
         written: list[str] = []
         index_manifest = self._index_manifest(latest, request, written)
         delta_metas = store.manifests.write_manifests(entries)

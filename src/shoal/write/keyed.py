@@ -20,13 +20,13 @@ import pyarrow.compute as pc
 from shoal import options as O
 from shoal.core import kv
 from shoal.core.kv import KeyValueLayout, MergeSettings
-from shoal.core.plan import live_entries
 from shoal.core.store import FileStore
 from shoal.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from shoal.format.data_file import DataFileMeta
 from shoal.format.snapshot import Snapshot
 from shoal.primary_key import engines
 from shoal.primary_key.merge import winners
+from shoal.write import bucket_sequences
 from shoal.write.bucket_index import BucketIndex
 from shoal.write.conform import conform, to_batches
 from shoal.write.files import CommitMessage, RollingFileWriter, split_rows, write_all
@@ -233,14 +233,6 @@ def require_key_writable(store: FileStore) -> None:
 def next_sequences(
     store: FileStore, snapshot: Snapshot | None, buckets: Iterable[BucketKey]
 ) -> dict[BucketKey, int]:
-    """The first free sequence number of each bucket in ``snapshot``."""
-    wanted = set(buckets)
-    if snapshot is None or not wanted:
-        return {}
-    partitions = {p for p, _ in wanted}
-    found: dict[BucketKey, int] = {}
-    for e in live_entries(store, snapshot, partitions=partitions):
-        key = (e.partition, e.bucket)
-        if key in wanted:
-            found[key] = max(found.get(key, 0), e.file.max_sequence_number + 1)
-    return found
+    """The first free sequence number of each bucket in ``snapshot`` that holds files
+    (see :mod:`shoal.write.bucket_sequences`)."""
+    return bucket_sequences.next_sequences(store, snapshot, buckets)
