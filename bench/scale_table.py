@@ -65,6 +65,7 @@ from shoal.format.data_file import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, Data
 from shoal.format.manifest import ManifestEntry, ManifestFileMeta
 from shoal.format.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from shoal.format.stats import SimpleStats
+from shoal.write import bucket_sequences
 
 TABLE = "bench.scale"
 COMMITS_PER_PARTITION = 10  # 9 appends, then one compaction
@@ -615,9 +616,10 @@ def build(warehouse: Path, shape: Shape, expire_snapshots: int, seed: int) -> Bu
     if snapshot_id:
         # The committer records the compaction backlog in every snapshot; here only the
         # last one gets it (the others carry none, as another writer's would), counted
-        # from its live files, so that freshness and the next commit read it.
+        # from its live files, so that freshness and the next commit read it; so does
+        # each bucket's highest sequence number, which the next write reads.
         snapshot = dataclasses.replace(
-            snapshot, properties={**(snapshot.properties or {}), **_backlog(store, snapshot)}
+            snapshot, properties={**(snapshot.properties or {}), **_recorded(store, snapshot)}
         )
         store.file_io.write_bytes(
             store.paths.snapshot_path(snapshot_id), snapshot.to_json().encode()
@@ -639,10 +641,21 @@ def build(warehouse: Path, shape: Shape, expire_snapshots: int, seed: int) -> Bu
     )
 
 
-def _backlog(store: FileStore, snapshot: Snapshot) -> dict[str, str]:
-    """The backlog properties of ``snapshot``, from a scan of its live files."""
-    found = backlog.scan(live_entries(store, snapshot), backlog.bounds_of(store), store.max_level)
-    return backlog.to_properties(found, snapshot.id, store)
+def _recorded(store: FileStore, snapshot: Snapshot) -> dict[str, str]:
+    """The backlog and bucket sequence properties of ``snapshot``, from a scan of its
+    live files (every partition was written by a sequenced write, so the committer's
+    record knows the last ``MAX_PARTITIONS`` of them)."""
+    live = live_entries(store, snapshot)
+    found = backlog.scan(live, backlog.bounds_of(store), store.max_level)
+    known: bucket_sequences.Known = {}
+    for e in live:
+        buckets = known.setdefault(e.partition, {})
+        buckets[e.bucket] = max(buckets.get(e.bucket, -1), e.file.max_sequence_number)
+    known = dict(list(known.items())[-bucket_sequences.MAX_PARTITIONS :])
+    return {
+        **backlog.to_properties(found, snapshot.id, store),
+        **bucket_sequences.to_properties(known, snapshot.id),
+    }
 
 
 def _touch(paths: list[str]) -> None:
