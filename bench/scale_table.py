@@ -14,8 +14,8 @@ files, expiring the oldest snapshots has data files to delete.
 Each snapshot is what shoal's committer (``FileStoreCommit._try_once``) publishes: a
 delta manifest of the commit's entries, the previous base and delta manifests merged
 into the new base list by shoal's own ``merge_manifests`` (small manifests merged,
-full rewrites once manifests holding deletes pass the threshold, rolling at the
-target size), both manifest lists written by shoal's ``ManifestStore.write_list``,
+Paimon 1.0's full compaction once the manifests that must change pass the threshold,
+rolling at the target size), both manifest lists written by shoal's ``ManifestStore.write_list``,
 and the freshness state in the snapshot properties (the last snapshot also the
 compaction backlog, counted from its live files when the build ends). Only the manifest entries are
 encoded here rather than by shoal's Avro encoder: each file's record is built once

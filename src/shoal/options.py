@@ -212,7 +212,10 @@ MANIFEST_FULL_COMPACTION_SIZE = _declare(
         "manifest.full-compaction-threshold-size",
         parse_memory_size,
         16 << 20,
-        "Total size of manifests holding DELETE entries that triggers a full manifest rewrite.",
+        (
+            "Total size of the manifests that must change (holding DELETE entries, or "
+            "below the target size) that triggers a full manifest compaction."
+        ),
     )
 )
 MANIFEST_COMPRESSION = _declare(
