@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import errno
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +57,7 @@ from shoal.errors import (
 )
 from shoal.io.connect import reach, store_timeout
 from shoal.io.executor import parallel_map
-from shoal.io.file_io import DeleteError, FileIO
+from shoal.io.file_io import DeleteError, FileIO, ObjectStoreFileIO
 from shoal.io.store_options import HIDDEN, normalized, refuse_unknown
 
 SCHEMES = ("az", "abfs", "abfss", "wasb", "wasbs")
@@ -232,40 +231,20 @@ def _connection_string(text: str) -> dict[str, str]:
     return fields
 
 
-class AzureFileIO(FileIO):
+class AzureFileIO(ObjectStoreFileIO):
     """FileIO on Azure Blob Storage: pyarrow for the data path, azure-storage-blob for
     the conditional create and batched deletes. Thread-safe and picklable (the client is
     made lazily, once per process)."""
 
-    atomic_create = True
-    concurrent_reads = True
-    concurrent_deletes = True
+    options: AzureOptions
 
     def __init__(self, options: AzureOptions) -> None:
-        super().__init__(options.filesystem())
-        self.options = options
-        self._lock = threading.Lock()
-        self._client: Any = None
-        self._client_pid = 0
+        super().__init__(options, options.filesystem())
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"options": self.options, "fs": self.fs}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.options = state["options"]
-        self.fs = state["fs"]
-        self._lock = threading.Lock()
-        self._client = None
-        self._client_pid = 0
-
-    @property
-    def client(self) -> Any:
-        """The BlobServiceClient (one per process)."""
-        with self._lock:
-            if self._client is None or self._client_pid != os.getpid():
-                self._client = _blob_service(self.options)
-                self._client_pid = os.getpid()
-            return self._client
+    @staticmethod
+    def connect(options: AzureOptions) -> Any:
+        """An azure-storage-blob BlobServiceClient."""
+        return _blob_service(options)
 
     def read_bytes(self, path: str) -> bytes:
         """One Get Blob (pyarrow asks for the blob's properties first)."""

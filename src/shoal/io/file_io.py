@@ -9,10 +9,12 @@ FileIO and such a path: :class:`LocalFileIO` for the local disk,
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import copy
 import logging
 import os
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -187,6 +189,44 @@ class FileIO:
     def open_output_stream(self, path: str) -> Any:
         self.mkdirs(_parent(path))
         return self.fs.open_output_stream(path)
+
+
+class ObjectStoreFileIO(FileIO, abc.ABC):
+    """A FileIO on an object store: pyarrow's filesystem for the data path, the store's
+    own client (:meth:`connect`, made lazily, once per process) for what pyarrow lacks,
+    such as the conditional create. Thread-safe and picklable: the options and the
+    filesystem travel, the client is made again where it lands."""
+
+    atomic_create = True
+    concurrent_reads = True
+    concurrent_deletes = True
+
+    def __init__(self, options: Any, fs: pafs.FileSystem) -> None:
+        super().__init__(fs)
+        self.options = options
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._client_pid = 0
+
+    @staticmethod
+    @abc.abstractmethod
+    def connect(options: Any) -> Any:
+        """A new client of the store for ``options``."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"options": self.options, "fs": self.fs}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        ObjectStoreFileIO.__init__(self, state["options"], state["fs"])
+
+    @property
+    def client(self) -> Any:
+        """The store's client (one per process)."""
+        with self._lock:
+            if self._client is None or self._client_pid != os.getpid():
+                self._client = self.connect(self.options)
+                self._client_pid = os.getpid()
+            return self._client
 
 
 def _status(info: pafs.FileInfo) -> FileStatus:

@@ -37,7 +37,6 @@ a bucket must be answered within the time limit.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -53,7 +52,7 @@ from shoal.errors import (
     StoreUnreachableError,
 )
 from shoal.io.connect import positive_seconds, reach, store_timeout
-from shoal.io.file_io import FileIO, FileStatus
+from shoal.io.file_io import FileIO, FileStatus, ObjectStoreFileIO
 from shoal.io.store_options import boolean, normalized, refuse_unknown
 
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
@@ -210,40 +209,20 @@ def _seconds(text: str | None, key: str, uri: str | None) -> float | None:
     return seconds
 
 
-class GcsFileIO(FileIO):
+class GcsFileIO(ObjectStoreFileIO):
     """FileIO on GCS: pyarrow for the data path, Google's client for the conditional
     create (see the module docstring). Thread-safe and picklable (the Google client is
     made lazily, once per process)."""
 
-    atomic_create = True
-    concurrent_reads = True
-    concurrent_deletes = True
+    options: GcsOptions
 
     def __init__(self, options: GcsOptions) -> None:
-        super().__init__(options.filesystem())
-        self.options = options
-        self._lock = threading.Lock()
-        self._client: Any = None
-        self._client_pid = 0
+        super().__init__(options, options.filesystem())
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"options": self.options, "fs": self.fs}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.options = state["options"]
-        self.fs = state["fs"]
-        self._lock = threading.Lock()
-        self._client = None
-        self._client_pid = 0
-
-    @property
-    def client(self) -> Any:
-        """The google-cloud-storage client (one per process)."""
-        with self._lock:
-            if self._client is None or self._client_pid != os.getpid():
-                self._client = _google_client(self.options)
-                self._client_pid = os.getpid()
-            return self._client
+    @staticmethod
+    def connect(options: GcsOptions) -> Any:
+        """A google-cloud-storage client."""
+        return _google_client(options)
 
     @property
     def _request_timeout(self) -> tuple[float, float]:

@@ -36,9 +36,7 @@ from __future__ import annotations
 import errno
 import functools
 import logging
-import os
 import random
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -50,7 +48,7 @@ import pyarrow.fs as pafs
 from shoal.errors import InvalidArgumentError, MissingDependencyError, StoreUnreachableError
 from shoal.io.connect import reach
 from shoal.io.executor import io_threads, parallel_map
-from shoal.io.file_io import DeleteError, FileIO
+from shoal.io.file_io import DeleteError, ObjectStoreFileIO
 from shoal.io.s3_options import S3Options
 
 try:
@@ -79,42 +77,23 @@ CHECK = (
 _UNANSWERED = (BotoConnectionError, HTTPClientError)
 
 
-class S3FileIO(FileIO):
+class S3FileIO(ObjectStoreFileIO):
     """FileIO on S3: conditional puts for an atomic create, batched deletes.
 
     See the module docstring for what goes through boto3 and what through pyarrow.
     Instances are thread-safe and picklable (the boto3 client is made lazily, once
     per process)."""
 
-    atomic_create = True
-    concurrent_reads = True
-    concurrent_deletes = True
+    options: S3Options
 
     def __init__(self, options: S3Options | None = None) -> None:
-        self.options = options or S3Options.from_env()
-        super().__init__(_arrow_filesystem(self.options))
-        self._lock = threading.Lock()
-        self._client: Any = None
-        self._client_pid = 0
+        options = options or S3Options.from_env()
+        super().__init__(options, _arrow_filesystem(options))
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"options": self.options, "fs": self.fs}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.options = state["options"]
-        self.fs = state["fs"]
-        self._lock = threading.Lock()
-        self._client = None
-        self._client_pid = 0
-
-    @property
-    def client(self) -> Any:
-        """The boto3 S3 client (one per process; boto3 clients are thread-safe)."""
-        with self._lock:
-            if self._client is None or self._client_pid != os.getpid():
-                self._client = _boto3_client(self.options)
-                self._client_pid = os.getpid()
-            return self._client
+    @staticmethod
+    def connect(options: S3Options) -> Any:
+        """A boto3 S3 client (thread-safe, as boto3 clients are)."""
+        return _boto3_client(options)
 
     # --- whole-file writes -------------------------------------------------------------------
     def write_bytes(self, path: str, data: bytes) -> None:
