@@ -278,7 +278,7 @@ def _shoal_types(schema: pa.Schema) -> dict[str, T.DataType]:
     for field in schema:
         try:
             types[field.name] = T.from_arrow(field.type, True, [0])
-        except Exception:  # a source column of a type no filter can name
+        except SchemaMismatchError:  # a source column of a type no filter can name
             continue
     return types
 
