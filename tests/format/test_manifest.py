@@ -161,6 +161,38 @@ def test_a_record_the_objects_refuse_is_reported_as_the_dicts_report_it(
         M.decode_manifest(buffer.getvalue())
 
 
+@pytest.mark.parametrize(
+    ("field", "writer_type"),
+    [
+        ("_CREATION_TIME", ["null", "long"]),  # no timestamp logical type
+        ("_FILE_SIZE", "int"),
+        ("_EXTRA_FILES", {"type": "array", "items": "bytes"}),
+    ],
+)
+def test_a_field_of_another_type_is_not_decoded_into_objects(field: str, writer_type: Any) -> None:
+    """A writer's schema that types a field otherwise than Paimon's is read by the dict
+    decoding, which reports it; objects never hold values of another type."""
+    file_fields = [
+        f | {"type": writer_type} if f["name"] == field else f for f in DATA_FILE_AVRO["fields"]
+    ]
+    schema = {
+        **M.MANIFEST_ENTRY_AVRO,
+        "fields": [
+            f | {"type": DATA_FILE_AVRO | {"fields": file_fields}} if f["name"] == "_FILE" else f
+            for f in M.MANIFEST_ENTRY_AVRO["fields"]
+        ],
+    }
+    record = ENTRIES[1].to_avro()
+    file = record["_FILE"]
+    if field == "_CREATION_TIME":
+        file["_CREATION_TIME"] = 1_700_000_000_000
+    if field == "_EXTRA_FILES":
+        file["_EXTRA_FILES"] = [b"x"]
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, fastavro.parse_schema(schema), [record])
+    assert M._decode_built(buffer.getvalue()) is None
+
+
 def test_a_manifest_without_a_required_field_is_reported() -> None:
     schema = {
         **M.MANIFEST_ENTRY_AVRO,

@@ -188,13 +188,6 @@ _OPTIONAL = (
     "_WRITE_COLS",
     "_WRITE_COLS_SEQUENCES",
 )
-AVRO_BUILD = compiled.Build(
-    _of_fields,
-    [
-        *((n, S.AVRO_BUILD if n.endswith("_STATS") else None, True) for n in _REQUIRED),
-        *((n, None, False) for n in _OPTIONAL),
-    ],
-)
 
 
 def is_file_name(value: object) -> bool:
@@ -250,3 +243,13 @@ AVRO_SCHEMA: dict[str, Any] = {
         {"name": "_WRITE_COLS_SEQUENCES", **nullable({"type": "array", "items": "long"})},
     ],
 }
+
+
+AVRO_BUILD = compiled.Build(
+    _of_fields,
+    [
+        *((n, S.AVRO_BUILD if n.endswith("_STATS") else None, True) for n in _REQUIRED),
+        *((n, None, False) for n in _OPTIONAL),
+    ],
+    AVRO_SCHEMA,
+)

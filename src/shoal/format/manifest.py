@@ -431,6 +431,7 @@ _ENTRY_BUILD = avro.compiled.Build(
         ("_TOTAL_BUCKETS", None, True),
         ("_FILE", data_file.AVRO_BUILD, True),
     ],
+    MANIFEST_ENTRY_AVRO,
 )
 
 

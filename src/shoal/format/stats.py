@@ -85,12 +85,6 @@ _construct = constructor(SimpleStats)
 
 _EMPTY_NO_COUNTS = SimpleStats(binary_row.EMPTY_ROW, binary_row.EMPTY_ROW, None)
 
-# Decoding straight into SimpleStats (see shoal.format.avro.compiled.Build).
-AVRO_BUILD = compiled.Build(
-    stats_of,
-    [("_MIN_VALUES", None, True), ("_MAX_VALUES", None, True), ("_NULL_COUNTS", None, False)],
-)
-
 
 def avro_schema(name: str) -> dict[str, Any]:
     return {
@@ -106,3 +100,11 @@ def avro_schema(name: str) -> dict[str, Any]:
             },
         ],
     }
+
+
+# Decoding straight into SimpleStats (see shoal.format.avro.compiled.Build).
+AVRO_BUILD = compiled.Build(
+    stats_of,
+    [("_MIN_VALUES", None, True), ("_MAX_VALUES", None, True), ("_NULL_COUNTS", None, False)],
+    avro_schema("stats"),
+)

@@ -152,13 +152,38 @@ class Build:
     not name is read past. What ``make`` raises propagates. Decoders are cached by the
     Build's identity: a Build lives as long as the process (a module constant)."""
 
-    __slots__ = ("fields", "make")
+    __slots__ = ("fields", "make", "types")
 
     def __init__(
-        self, make: Callable[..., Any], fields: Sequence[tuple[str, Projection, bool]]
+        self,
+        make: Callable[..., Any],
+        fields: Sequence[tuple[str, Projection, bool]],
+        schema: Mapping[str, Any] | None = None,
     ) -> None:
+        """``schema``: the record's own Avro schema. Given, a writer's schema whose
+        field of ``fields`` (not itself a Build) has another type leaves the schema
+        uncompiled, so ``make`` only ever receives values of the types it expects."""
         self.make = make
         self.fields = tuple(fields)
+        self.types = {f["name"]: _shape(f["type"]) for f in (schema or {}).get("fields", ())}
+
+
+def _shape(schema: Any) -> Any:
+    """An Avro type without what does not change its values' types (names, defaults,
+    docs), to compare a writer's field type with the expected one."""
+    if isinstance(schema, list):
+        return tuple(_shape(s) for s in schema)
+    if not isinstance(schema, Mapping):
+        return schema
+    kept = {
+        k: v
+        for k, v in schema.items()
+        if k in ("type", "items", "values", "logicalType", "size", "symbols")
+    }
+    if "fields" in schema:
+        kept["fields"] = tuple((f["name"], _shape(f["type"])) for f in schema["fields"])
+    shaped = tuple(sorted((k, _shape(v)) for k, v in kept.items()))
+    return shaped[0][1] if len(shaped) == 1 and shaped[0][0] == "type" else shaped
 
 
 # What to decode of a value: everything (None), nothing (SKIP), or, for a record, a
@@ -297,7 +322,15 @@ class _DecoderBuilder:
         for f in schema["fields"]:
             name = f["name"]
             if name in wanted and name not in values:
-                values[name] = self.value(f["type"], ind, active, wanted[name])
+                expected = build.types.get(name)
+                projection = wanted[name]
+                if (
+                    expected is not None
+                    and not isinstance(projection, Build)
+                    and _shape(f["type"]) != expected
+                ):
+                    raise UnsupportedSchemaError(f"the field {name!r} of another type")
+                values[name] = self.value(f["type"], ind, active, projection)
             else:
                 self.value(f["type"], ind, active, SKIP)
         arguments = []
