@@ -257,6 +257,10 @@ class Table:
         compaction stays committed.
         """
         self._require_primary_key("compact")
+        if on_commit is not None and not callable(on_commit):
+            raise InvalidArgumentError(
+                f"on_commit takes a function of the Freshness, not {type(on_commit).__name__}"
+            )
         result = self._transaction().compact(strategy, event_time_threshold)
         if on_commit is not None and result.snapshot is not None:
             on_commit(freshness(self._store, result.snapshot))

@@ -97,6 +97,16 @@ def test_on_commit_gets_the_freshness_of_each_compaction(tmp_path: Path) -> None
     assert len(seen) == 2
 
 
+def test_an_on_commit_that_is_not_a_function_is_refused_before_compacting(
+    tmp_path: Path,
+) -> None:
+    table = make(tmp_path)
+    before = table.latest_snapshot()
+    with pytest.raises(shoal.InvalidArgumentError, match="on_commit"):
+        table.compact("full", on_commit="print")
+    assert table.latest_snapshot() == before
+
+
 def test_an_exception_of_on_commit_propagates_after_the_commit(tmp_path: Path) -> None:
     table = make(tmp_path)
 

@@ -3,6 +3,7 @@ look at it from outside shoal."""
 
 from __future__ import annotations
 
+import abc
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from tests.stores import emulators
 
 
 @dataclass(frozen=True)
-class StoreEnv:
+class StoreEnv(abc.ABC):
     endpoint: str
     bucket: str
     scheme = ""
@@ -20,14 +21,17 @@ class StoreEnv:
     def uri(self, path: str = "") -> str:
         return f"{self.scheme}://{self.bucket}/{path}".rstrip("/")
 
+    @abc.abstractmethod
     def list_keys(self, prefix: str = "") -> list[str]:
-        raise NotImplementedError
+        """The keys under ``prefix``, as the store's own client lists them."""
 
+    @abc.abstractmethod
     def put(self, key: str, data: bytes) -> None:
-        raise NotImplementedError
+        """Write an object with the store's own client."""
 
+    @abc.abstractmethod
     def get(self, key: str) -> bytes:
-        raise NotImplementedError
+        """Read an object with the store's own client."""
 
     def download(self, prefix: str, target: Path) -> Path:
         """A local copy of every object under ``prefix/`` (the tree below it)."""

@@ -56,8 +56,7 @@ from shoal.errors import (
     StoreUnreachableError,
 )
 from shoal.io.connect import reach, store_timeout
-from shoal.io.executor import parallel_map
-from shoal.io.file_io import DeleteError, FileIO, ObjectStoreFileIO
+from shoal.io.file_io import FileIO, ObjectStoreFileIO, delete_in_batches
 from shoal.io.store_options import HIDDEN, normalized, refuse_unknown
 
 SCHEMES = ("az", "abfs", "abfss", "wasb", "wasbs")
@@ -316,23 +315,7 @@ class AzureFileIO(ObjectStoreFileIO):
     def delete_many(self, paths: Sequence[str]) -> int:
         """Blob Batch deletes of 256 blobs a request on the I/O pool; an absent blob is
         not counted."""
-        batches: list[tuple[str, list[str]]] = []
-        by_container: dict[str, list[str]] = {}
-        for path in paths:
-            container, _, name = path.partition("/")
-            by_container.setdefault(container, []).append(name)
-        for container, names in by_container.items():
-            batches.extend(
-                (container, names[i : i + DELETE_BATCH]) for i in range(0, len(names), DELETE_BATCH)
-            )
-        deleted = 0
-        failed: dict[str, str] = {}
-        for count, errors in parallel_map(self._delete_batch, batches):
-            deleted += count
-            failed.update(errors)
-        if failed:
-            raise DeleteError(failed, deleted)
-        return deleted
+        return delete_in_batches(paths, DELETE_BATCH, _split, self._delete_batch)
 
     def _delete_batch(self, batch: tuple[str, list[str]]) -> tuple[int, dict[str, str]]:
         from azure.core import exceptions as azure_errors
@@ -448,3 +431,9 @@ def azure_file_io_for(
         ("azure", options, container), connect, store=store, check=CHECK, timeout=options.timeout
     )
     return file_io, path
+
+
+def _split(path: str) -> tuple[str, str]:
+    """``container/name`` -> (container, name)."""
+    container, _, name = path.partition("/")
+    return container, name

@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -24,7 +24,7 @@ import pyarrow.fs as pafs
 
 from shoal.errors import InvalidOptionError, UnknownOptionError, UnsafeCommitError
 from shoal.io.commit_lock import LOCK_FILE, CommitLock
-from shoal.io.executor import io_map
+from shoal.io.executor import io_map, parallel_map
 
 logger = logging.getLogger(__name__)
 
@@ -227,6 +227,35 @@ class ObjectStoreFileIO(FileIO, abc.ABC):
                 self._client = self.connect(self.options)
                 self._client_pid = os.getpid()
             return self._client
+
+
+def delete_in_batches(
+    paths: Sequence[str],
+    size: int,
+    split: Callable[[str], tuple[str, str]],
+    delete_batch: Callable[[tuple[str, list[str]]], tuple[int, dict[str, str]]],
+) -> int:
+    """:meth:`FileIO.delete_many` on a store with a batch delete: the paths grouped by
+    bucket (``split`` gives a path's bucket and key) into batches of at most ``size``
+    keys, ``delete_batch`` run for each on the I/O pool (it returns how many went and,
+    by path, why the others did not); DeleteError names every failed path at the end."""
+    by_bucket: dict[str, list[str]] = {}
+    for path in paths:
+        bucket, key = split(path)
+        by_bucket.setdefault(bucket, []).append(key)
+    batches = [
+        (bucket, keys[i : i + size])
+        for bucket, keys in by_bucket.items()
+        for i in range(0, len(keys), size)
+    ]
+    deleted = 0
+    failed: dict[str, str] = {}
+    for count, errors in parallel_map(delete_batch, batches):
+        deleted += count
+        failed.update(errors)
+    if failed:
+        raise DeleteError(failed, deleted)
+    return deleted
 
 
 def _status(info: pafs.FileInfo) -> FileStatus:

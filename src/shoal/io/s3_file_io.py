@@ -47,8 +47,8 @@ import pyarrow.fs as pafs
 
 from shoal.errors import InvalidArgumentError, MissingDependencyError, StoreUnreachableError
 from shoal.io.connect import reach
-from shoal.io.executor import io_threads, parallel_map
-from shoal.io.file_io import DeleteError, ObjectStoreFileIO
+from shoal.io.executor import io_threads
+from shoal.io.file_io import ObjectStoreFileIO, delete_in_batches
 from shoal.io.s3_options import S3Options
 
 try:
@@ -170,23 +170,7 @@ class S3FileIO(ObjectStoreFileIO):
     def delete_many(self, paths: Sequence[str]) -> int:
         """``DeleteObjects`` in batches of 1000 keys on the I/O pool; returns how many
         keys the store reports deleted (S3 reports an absent key as deleted too)."""
-        batches: list[tuple[str, list[str]]] = []
-        by_bucket: dict[str, list[str]] = {}
-        for path in paths:
-            bucket, key = split_path(path)
-            by_bucket.setdefault(bucket, []).append(key)
-        for bucket, keys in by_bucket.items():
-            batches.extend(
-                (bucket, keys[i : i + DELETE_BATCH]) for i in range(0, len(keys), DELETE_BATCH)
-            )
-        deleted = 0
-        failed: dict[str, str] = {}
-        for count, errors in parallel_map(self._delete_batch, batches):
-            deleted += count
-            failed.update(errors)
-        if failed:
-            raise DeleteError(failed, deleted)
-        return deleted
+        return delete_in_batches(paths, DELETE_BATCH, split_path, self._delete_batch)
 
     def _delete_batch(self, batch: tuple[str, list[str]]) -> tuple[int, dict[str, str]]:
         """One DeleteObjects request: how many keys went, and why the others did not."""
