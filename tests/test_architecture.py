@@ -47,6 +47,8 @@ LOCAL_IMPORTS = {
     ("shoal.io.file_io", "shoal.io.s3_file_io"),  # boto3, for s3:// tables only
     ("shoal.io.file_io", "shoal.io.gcs_file_io"),  # a gs:// FileIO, built on FileIO
     ("shoal.io.file_io", "shoal.io.azure_file_io"),  # an Azure FileIO, built on FileIO
+    # numba (its compiler takes half a second to load): plans of large tables only
+    ("shoal.scan", "shoal.core.columnar_plan"),
 }
 MAX_LINES = 800
 

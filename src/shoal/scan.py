@@ -13,7 +13,14 @@ import pyarrow.dataset as ds
 
 from shoal.core import deletion_vectors as DVS
 from shoal.core import predicate as P
-from shoal.core.plan import DataSplit, live_entries, make_splits, restrict
+from shoal.core.plan import (
+    ALL_LEVELS,
+    DataSplit,
+    columnar_manifests,
+    live_entries,
+    make_splits,
+    restrict,
+)
 from shoal.core.store import FileStore
 from shoal.errors import (
     CorruptDataFileError,
@@ -125,19 +132,39 @@ class Scan:
             # Only key columns prune a merged read: every version of a row has its key.
             prune = restrict(prune, set(store.schema.primary_keys))
         target = self.table_schema
-        entries = live_entries(store, snapshot, prune, target=target)
+        levels = ALL_LEVELS
         if store.is_primary_key and self.deletion_vectors:
             # the read-optimized view of such a table is its batch scan (Paimon 0.9, 1.0)
-            entries = [e for e in entries if e.file.level > 0]
+            levels = (1, levels[1])
         elif store.is_primary_key and self.read_optimized:
-            entries = [e for e in entries if e.file.level == store.max_level]
+            levels = (store.max_level, store.max_level)
+        deletions = DVS.deletion_files(store, snapshot)
+        columnar = columnar_manifests(store, snapshot, prune)
+        if columnar is not None:
+            from shoal.core import columnar_plan  # numba, loaded for large tables only
+
+            splits = columnar_plan.plan(
+                store,
+                snapshot,
+                *columnar,
+                schema=target,
+                whole_buckets=self.merging,
+                levels=levels,
+                deletions=deletions,
+            )
+            if splits is not None:
+                return splits
+        entries = live_entries(store, snapshot, prune, target=target)
+        low, high = levels
+        if levels != ALL_LEVELS:
+            entries = [e for e in entries if low <= e.file.level <= high]
         return make_splits(
             store,
             snapshot.id,
             entries,
             whole_buckets=self.merging,
             schema=target,
-            deletions=DVS.deletion_files(store, snapshot),
+            deletions=deletions,
         )
 
     def to_arrow(self) -> pa.Table:

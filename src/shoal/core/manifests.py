@@ -144,10 +144,13 @@ class ManifestStore:
         return entries
 
     def _check_partitions(self, entries: list[ManifestEntry], path: str) -> None:
+        self.check_partitions({e.partition for e in entries}, path)
+
+    def check_partitions(self, partitions: Iterable[bytes], path: str) -> None:
         """Every read decodes the entries' partitions (paths, filters): one that cannot
         be read is reported here, naming the manifest. Few per manifest, each decoded once."""
         arity = len(self.partition_types)
-        for partition in {e.partition for e in entries}:
+        for partition in partitions:
             try:
                 self._decode_partition(partition)
                 problem = None if binary_row.arity_of(partition) == arity else "of another arity"
@@ -193,6 +196,10 @@ class ManifestStore:
         if not self.file_io.concurrent_reads:
             return [self.read_manifest(m.file_name, partitions) for m in metas]
         return parallel_map(lambda m: self.read_manifest(m.file_name, partitions), metas)
+
+    def read_bytes(self, name: str) -> bytes:
+        """A manifest file's bytes. Raises CorruptMetadataError naming a missing one."""
+        return self._read(name)
 
     # --- writing -----------------------------------------------------------------------------
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:

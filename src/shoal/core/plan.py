@@ -47,7 +47,7 @@ class DataSplit:
     partition: dict[str, Any]
     bucket: int
     bucket_path: str
-    files: tuple[DataFileMeta, ...]
+    files: Sequence[DataFileMeta]  # a tuple, or files decoded when first read
     # each file's deletion vector (None: no rows deleted), or () when no file has one
     deletion_files: tuple[DeletionFile | None, ...] = ()
 
@@ -69,7 +69,7 @@ class DataSplit:
             deletions = tuple(self.deletion_of(i) for i in range(len(self.files))) + tuple(
                 other.deletion_of(i) for i in range(len(other.files))
             )
-        return replace(self, files=self.files + other.files, deletion_files=deletions)
+        return replace(self, files=(*self.files, *other.files), deletion_files=deletions)
 
     @property
     def row_count(self) -> int:
@@ -121,17 +121,13 @@ def live_entries(
     if partitions is not None:
         wanted = frozenset(partitions)
         holding = _partitions_dnf(store, wanted)
-    metas = [
-        m
-        for m in read_manifest_metas(store, snapshot)
-        if _manifest_may_match(store, m, partition_dnf) and _manifest_may_match(store, m, holding)
-    ]
+    metas = select_manifests(store, snapshot, partition_dnf, holding)
     selection: Partitions = None
     if wanted is not None and partition_dnf is None and partition_filter is None:
         selection = wanted  # a commit's partitions, read again by its conflict check: cached
     elif wanted is not None:
         partition_filter = _both(partition_filter, wanted.__contains__)
-    keep_partition = _partition_pruner(store, partition_dnf, partition_filter)
+    keep_partition = partition_pruner(store, partition_dnf, partition_filter)
     if selection is None and (partition_dnf is not None or partition_filter is not None):
         selection = keep_partition
     file_pruner = _file_pruner(store, dnf, partition_keys, target or store.schema)
@@ -145,6 +141,42 @@ def live_entries(
             if file_pruner is None or file_pruner(entry.file):
                 out.append(entry)
     return out
+
+
+Levels = tuple[int, int]  # the levels of the files a read keeps, both inclusive
+ALL_LEVELS: Levels = (-(1 << 31), (1 << 31) - 1)
+# A plan of at least this many manifest entries is made from manifest columns
+# (shoal.core.columnar_plan); below it, the objects' planning is as fast.
+COLUMNAR_MIN_ENTRIES = 50_000
+
+
+def columnar_manifests(
+    store: FileStore, snapshot: Snapshot, dnf: P.Dnf | None
+) -> tuple[list[ManifestFileMeta], P.Dnf | None] | None:
+    """The manifests a read filtered by ``dnf`` plans from manifest columns, with the
+    part of ``dnf`` on partition columns; None when it plans from objects: a filter on
+    other columns (the files' statistics decide), or fewer entries than
+    :data:`COLUMNAR_MIN_ENTRIES`."""
+    partition_keys = set(store.schema.partition_keys)
+    if dnf is not None and not P.columns_of(dnf) <= partition_keys:
+        return None
+    partition_dnf = restrict(dnf, partition_keys)
+    metas = select_manifests(store, snapshot, partition_dnf)
+    if sum(m.num_added_files + m.num_deleted_files for m in metas) < COLUMNAR_MIN_ENTRIES:
+        return None
+    return metas, partition_dnf
+
+
+def select_manifests(
+    store: FileStore, snapshot: Snapshot, *dnfs: P.Dnf | None
+) -> list[ManifestFileMeta]:
+    """The manifests of ``snapshot`` whose partition statistics allow each of ``dnfs``
+    (filters on partition columns; None allows every manifest)."""
+    return [
+        m
+        for m in read_manifest_metas(store, snapshot)
+        if all(_manifest_may_match(store, m, dnf) for dnf in dnfs)
+    ]
 
 
 def _partitions_dnf(store: FileStore, partitions: Collection[bytes]) -> P.Dnf:
@@ -197,7 +229,7 @@ def _manifest_may_match(store: FileStore, meta: ManifestFileMeta, dnf: P.Dnf | N
     return P.may_match(dnf, lookup)
 
 
-def _partition_pruner(
+def partition_pruner(
     store: FileStore, dnf: P.Dnf | None, partition_filter: PartitionFilter | None
 ) -> PartitionFilter:
     keys = store.schema.partition_keys

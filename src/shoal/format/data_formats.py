@@ -361,6 +361,11 @@ def by_name(name: str) -> DataFormat:
     return _FORMATS[name.strip().lower()]
 
 
+def extensions() -> tuple[str, ...]:
+    """The file name extensions of the formats shoal reads (lower case)."""
+    return tuple(_FORMATS)
+
+
 def format_of(file_name: str) -> DataFormat | None:
     """The format of a data file by its name's extension (None for one shoal does not
     read)."""

@@ -445,6 +445,14 @@ def _decode_built(data: bytes) -> list[ManifestEntry] | None:
         return None
 
 
+def entry_decoder(text: bytes) -> Decoder | None:
+    """The decoder of one whole entry of a manifest whose writer's schema is ``text``,
+    building it straight into an object as :func:`decode_manifest` does: called with
+    the decompressed block and a record's start, it returns the entry and where the
+    record ends. None for a schema that decoding leaves to the dict decoding."""
+    return avro.container.decoder(text, _ENTRY_BUILD)
+
+
 def _list_entry(r: dict[str, Any]) -> ManifestFileMeta:
     if r["_VERSION"] != MANIFEST_VERSION:
         raise _FormatVersionError(r["_VERSION"])

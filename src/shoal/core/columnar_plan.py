@@ -1,0 +1,361 @@
+"""Planning a scan of a large table from manifest columns: the same splits as
+:func:`shoal.core.plan.make_splits` over :func:`shoal.core.plan.live_entries`, in the
+same order, without a Python object per file.
+
+The manifests are decoded into columns (:mod:`shoal.format.manifest_columns`); the
+files are chosen, merged, checked, ordered and packed into splits with array
+operations; and each split decodes its files' whole entries only when a reader asks
+for them (:class:`LazyFiles`). The entries that need the merge rule's closer look (a
+DELETE, a name met twice, extra files, an embedded index, an external path, some
+columns only) are decoded and merged as objects, as the ordinary planning does: in a
+table's base manifests they are few.
+
+The ordinary planning stays the reference and does everything this leaves to it: a
+table of fewer entries than :data:`shoal.core.plan.COLUMNAR_MIN_ENTRIES`, a filter on
+data columns (file statistics), and manifests the columns do not read (another codec
+or schema, damage: the ordinary reading says what is wrong).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, overload
+
+import numpy as np
+import pyarrow as pa
+
+from shoal import options as O
+from shoal.core import plan as PL
+from shoal.core import predicate as P
+from shoal.core.deletion_vectors import DeletionFile
+from shoal.errors import CorruptMetadataError
+from shoal.format import collector, kernels
+from shoal.format import manifest as M
+from shoal.format import manifest_columns as C
+from shoal.format.data_file import DataFileMeta
+from shoal.format.manifest import ManifestFileMeta
+from shoal.format.schema import TableSchema
+from shoal.format.snapshot import Snapshot
+from shoal.io import parallel_map
+
+if TYPE_CHECKING:
+    from shoal.core.store import FileStore
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Files:
+    """The live files of a plan, in split order: each one's manifest and record."""
+
+    parts: Sequence[C.Records]
+    part: np.ndarray  # per file: the index of its manifest in ``parts``
+    start: np.ndarray  # per file: where its record starts in that manifest's buffer
+    names: pa.Array | None  # per file: its name (kept only when deletion vectors need it)
+
+    def entries(self, lo: int, hi: int) -> tuple[DataFileMeta, ...]:
+        parts = self.parts
+        return tuple(
+            parts[p].entry_at(s).file
+            for p, s in zip(self.part[lo:hi].tolist(), self.start[lo:hi].tolist(), strict=True)
+        )
+
+
+class LazyFiles(Sequence[DataFileMeta]):
+    """The files of one split, each decoded from its manifest record when first asked
+    for. Pickles as a plain tuple of files."""
+
+    __slots__ = ("_decoded", "_files", "_hi", "_lo")
+
+    def __init__(self, files: _Files, lo: int, hi: int) -> None:
+        self._files = files
+        self._lo = lo
+        self._hi = hi
+        self._decoded: tuple[DataFileMeta, ...] | None = None
+
+    def _all(self) -> tuple[DataFileMeta, ...]:
+        if self._decoded is None:
+            self._decoded = self._files.entries(self._lo, self._hi)
+        return self._decoded
+
+    def names(self) -> list[str]:
+        names = self._files.names
+        if names is None or self._decoded is not None:
+            return [f.file_name for f in self._all()]
+        found: list[str] = names.slice(self._lo, self._hi - self._lo).to_pylist()
+        return found
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    @overload
+    def __getitem__(self, index: int) -> DataFileMeta: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[DataFileMeta, ...]: ...
+    def __getitem__(self, index: int | slice) -> DataFileMeta | tuple[DataFileMeta, ...]:
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[DataFileMeta]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (LazyFiles, tuple)):
+            return self._all() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __add__(self, other: Sequence[DataFileMeta]) -> tuple[DataFileMeta, ...]:
+        return self._all() + tuple(other)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (self._all(),))
+
+    def __repr__(self) -> str:
+        return f"LazyFiles({len(self)} files)"
+
+
+def plan(
+    store: FileStore,
+    snapshot: Snapshot,
+    metas: Sequence[ManifestFileMeta],
+    partition_dnf: P.Dnf | None,
+    *,
+    schema: TableSchema,
+    whole_buckets: bool,
+    levels: PL.Levels,
+    deletions: Mapping[str, DeletionFile],
+) -> list[PL.DataSplit] | None:
+    """The splits of a read of ``snapshot`` planned from the columns of ``metas`` (the
+    manifests whose partition statistics allow ``partition_dnf``, a filter on partition
+    columns only), keeping the files whose level is within ``levels``; None when this
+    planning leaves the read to the ordinary one (see the module's docstring)."""
+
+    def read(meta: ManifestFileMeta) -> C.ManifestColumns | None:
+        data = store.manifests.read_bytes(meta.file_name)
+        return C.decode_columns(data, store.paths.manifest_path(meta.file_name))
+
+    decoded = parallel_map(read, metas)  # the compiled decoding leaves the interpreter
+    parts = [p for p in decoded if p is not None]
+    if len(parts) != len(decoded):
+        return None
+    keep_partition = PL.partition_pruner(store, partition_dnf, None)
+    with collector.paused():
+        planner = _Planner(store, snapshot.id, parts, schema, whole_buckets, levels, deletions)
+        return planner.splits(keep_partition)
+
+
+class _Planner:
+    def __init__(  # noqa: PLR0917 - the read's settings
+        self,
+        store: FileStore,
+        snapshot_id: int,
+        parts: Sequence[C.ManifestColumns],
+        schema: TableSchema,
+        whole_buckets: bool,
+        levels: PL.Levels,
+        deletions: Mapping[str, DeletionFile],
+    ) -> None:
+        self.store = store
+        self.snapshot_id = snapshot_id
+        self.parts = parts
+        self.schema = schema
+        self.whole_buckets = whole_buckets
+        self.levels = levels
+        self.deletions = deletions
+        sizes = [len(p) for p in parts]
+        self.bounds = np.cumsum([0, *sizes])
+        self.part = np.repeat(np.arange(len(parts), dtype=np.int32), sizes)
+        self.starts = self.column(C.RECORD)
+
+    def column(self, field: tuple[str, ...]) -> np.ndarray:
+        if not self.parts:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([p.column(field) for p in self.parts])
+
+    def per_part(self, rows: np.ndarray) -> Iterator[tuple[C.ManifestColumns, np.ndarray]]:
+        """``rows`` (ascending) by manifest: each manifest with its rows of them, as
+        its own row numbers."""
+        cuts = np.searchsorted(rows, self.bounds)
+        for i, part in enumerate(self.parts):
+            yield part, rows[cuts[i] : cuts[i + 1]] - self.bounds[i]
+
+    def splits(self, keep_partition: Callable[[bytes], bool]) -> list[PL.DataSplit] | None:
+        kind = self.column(C.KIND)
+        version = self.column(C.VERSION)
+        if not (np.all(version == M.MANIFEST_VERSION) and np.all((kind >= 0) & (kind <= 1))):
+            return None  # the ordinary reading reports it
+        if not all(p.plain_names for p in self.parts):
+            return None
+        found = self._partitions()
+        if found is None:
+            return None
+        partition_id, distinct = found
+        kept = np.array([keep_partition(p) for p in distinct], dtype=bool)
+        rows = np.flatnonzero(kept[partition_id]) if distinct else np.zeros(0, np.int64)
+        live = self._merged(rows, kind)
+        level = self.column(C.LEVEL)[live]
+        live = live[(level >= self.levels[0]) & (level <= self.levels[1])]
+        self._check_readable(live)
+        return self._packed(live, partition_id, distinct)
+
+    def _partitions(self) -> tuple[np.ndarray, list[bytes]] | None:
+        """Each row's partition as a number, and the distinct partitions' bytes; None
+        when two partitions share a hash, or one does not decode (the ordinary reading
+        names the manifest)."""
+        by_hash: dict[int, bytes] = {}
+        for part in self.parts:
+            try:
+                self.store.manifests.check_partitions(part.partitions.values(), part.path)
+            except CorruptMetadataError:
+                return None
+            for h, value in part.partitions.items():
+                if by_hash.setdefault(h, value) != value:
+                    return None
+        hashes = np.array(sorted(by_hash), dtype=np.uint64)
+        partition_id = np.searchsorted(hashes, self.column_of(lambda p: p.partition_hash))
+        return partition_id, [by_hash[h] for h in hashes.tolist()]
+
+    def column_of(self, get: Callable[[C.ManifestColumns], np.ndarray]) -> np.ndarray:
+        return np.concatenate([get(p) for p in self.parts])
+
+    def _bytes(self, field: tuple[str, ...], row: int) -> bytes:
+        i = int(self.part[row])
+        return self.parts[i].value_bytes(field, row - int(self.bounds[i]))
+
+    def _entry(self, row: int) -> M.ManifestEntry:
+        return self.parts[int(self.part[row])].entry_at(int(self.starts[row]))
+
+    def _merged(self, rows: np.ndarray, kind: np.ndarray) -> np.ndarray:
+        """The rows of ``rows`` (in order) whose files are live: Paimon's merge rule
+        (``merge_entries``) applied as objects to the entries it could concern (a
+        DELETE, a name whose hash is met twice), and every other ADD live as it is."""
+        hashed = self.column_of(lambda p: p.name_hash)[rows]
+        order = np.argsort(hashed, kind="stable")
+        same = hashed[order][1:] == hashed[order][:-1]
+        twice = np.zeros(len(rows), dtype=bool)
+        twice[order[1:][same]] = True
+        twice[order[:-1][same]] = True
+        flags = [C.EXTRA_FILES, C.EMBEDDED_INDEX, C.EXTERNAL_PATH, C.WRITE_COLS]
+        flagged = (
+            (kind[rows] != M.KIND_ADD) | twice | _any_set([self.column(f)[rows] for f in flags])
+        )
+        if not flagged.any():
+            return rows
+        closer = rows[flagged]
+        entries = [self._entry(int(r)) for r in closer]
+        row_of = {id(e): int(r) for e, r in zip(entries, closer, strict=True)}
+        survivors = [row_of[id(e)] for e in M.merge_entries(entries) if e.kind == M.KIND_ADD]
+        return np.sort(np.concatenate([rows[~flagged], np.array(survivors, dtype=np.int64)]))
+
+    def _check_readable(self, live: np.ndarray) -> None:
+        """``readable_file_check`` on every live file: of those named with an extension
+        shoal reads, one per schema; every other one."""
+        check = PL.readable_file_check(self.store, self.schema)
+        plain = self.column_of(lambda p: p.readable_name)[live]
+        flagged = _any_set([self.column(f)[live] for f in (C.EXTERNAL_PATH, C.WRITE_COLS)])
+        _, first = np.unique(self.column(C.SCHEMA_ID)[live], return_index=True)
+        for row in np.concatenate([live[~plain | flagged], live[first]]).tolist():
+            check(self._entry(row).file)
+
+    def _packed(
+        self, live: np.ndarray, partition_id: np.ndarray, distinct: list[bytes]
+    ) -> list[PL.DataSplit]:
+        """The live files grouped by partition and bucket (groups in the order of their
+        first file), each group's files by sequence number and name, packed into splits
+        as ``make_splits`` packs them."""
+        store = self.store
+        bucket = self.column(C.BUCKET)[live]
+        buckets, bucket_index = np.unique(bucket, return_inverse=True)
+        group = partition_id[live].astype(np.int64) * len(buckets) + bucket_index
+        space = len(distinct) * len(buckets)
+        keys = None
+        if space > 4 * len(live) + 1024:  # numbered densely, the groups there are
+            keys, group = np.unique(group, return_inverse=True)
+            space = len(keys)
+        order, rank = kernels.order_by_group(group, space, self.column(C.MIN_SEQUENCE)[live])
+        sequence = self.column(C.MIN_SEQUENCE)[live][order]
+        live = live[order]
+        group = group[order]
+        group_of = rank[group]
+        order = self._names_break_ties(group_of, sequence, live)
+        live, group, group_of = live[order], group[order], group_of[order]
+        open_cost = store.options.get(O.SPLIT_OPEN_FILE_COST)
+        cost = np.maximum(self.column(C.FILE_SIZE)[live], open_cost)
+        split_of = kernels.pack(
+            group_of,
+            cost.astype(np.int64),
+            int(store.options.get(O.SPLIT_TARGET_SIZE)),
+            self.whole_buckets,
+        )
+        names = self._names(live) if self.deletions else None
+        files = _Files([p.records for p in self.parts], self.part[live], self.starts[live], names)
+        bounds = np.flatnonzero(np.diff(split_of)) + 1
+        where: dict[int, tuple[dict[str, Any], int, str]] = {}
+        out = []
+        for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(live)], strict=True):
+            if lo == hi:
+                continue
+            key = int(group[lo])
+            found = where.get(key)
+            if found is None:
+                place = key if keys is None else int(keys[key])
+                partition = distinct[place // len(buckets)]
+                b = int(buckets[place % len(buckets)])
+                path = store.paths.bucket_dir(store.partitions.path(partition), b)
+                found = where[key] = (store.partitions.to_dict(partition), b, path)
+            values, b, path = found
+            split_files = LazyFiles(files, lo, hi)
+            split = PL.DataSplit(store.uri, self.snapshot_id, values, b, path, split_files)
+            out.append(self._with_deletions(split, split_files))
+        return out
+
+    def _names(self, rows: np.ndarray) -> pa.Array:
+        """The file names of ``rows`` (any order)."""
+        order = np.argsort(rows, kind="stable")
+        by_part = [p.strings(C.FILE_NAME, own) for p, own in self.per_part(rows[order])]
+        names = pa.chunked_array(by_part, type=pa.large_string()).combine_chunks()
+        back = np.empty(len(rows), dtype=np.int64)
+        back[order] = np.arange(len(rows))
+        return names.take(pa.array(back))
+
+    def _names_break_ties(
+        self, group: np.ndarray, sequence: np.ndarray, live: np.ndarray
+    ) -> np.ndarray:
+        """The order of files sorted by group and sequence number in which the files
+        of one group and one sequence number are ordered by name."""
+        order = np.arange(len(live))
+        same = (group[1:] == group[:-1]) & (sequence[1:] == sequence[:-1])
+        if not same.any():
+            return order
+        run_starts = np.flatnonzero(same & ~np.concatenate([[False], same[:-1]]))
+        for start in run_starts.tolist():
+            end = start + 1
+            while end < len(same) and same[end]:
+                end += 1
+            members = order[start : end + 1]
+            names = [self._bytes(C.FILE_NAME, int(live[m])).decode() for m in members]
+            order[start : end + 1] = members[sorted(range(len(names)), key=names.__getitem__)]
+        return order
+
+    def _with_deletions(self, split: PL.DataSplit, files: LazyFiles) -> PL.DataSplit:
+        if not self.deletions:
+            return split
+        found = tuple(self.deletions.get(n) for n in files.names())
+        if not any(d is not None for d in found):
+            return split
+        with_deletions: PL.DataSplit = replace(split, deletion_files=found)
+        return with_deletions
+
+
+def _any_set(columns: list[np.ndarray]) -> np.ndarray:
+    out = np.zeros(len(columns[0]), dtype=bool)
+    for column in columns:
+        out |= column != 0
+    return out
+
+
+def _joined(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum([len(v) for v in values], out=offsets[1:])
+    return np.frombuffer(b"".join(values), dtype=np.uint8), offsets
