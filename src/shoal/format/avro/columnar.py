@@ -56,6 +56,7 @@ class _Compiler:
         self.columns: dict[tuple[str, ...], int] = {}
         self.next_column = 2
         self.names: dict[str, Any] = {}
+        self.active: set[str] = set()  # the records being compiled, outermost first
 
     def column(self, path: tuple[str, ...], want: Want) -> int:
         index = self.next_column
@@ -127,12 +128,14 @@ class _Compiler:
     def record(self, schema: dict[str, Any], path: tuple[str, ...], want: Want | None) -> None:
         self.check(want, None, path)
         name = schema.get("name")
+        if name in self.active:
+            raise UnsupportedSchemaError(f"record {name!r} holds itself")
         if name:
-            if name in self.names:
-                raise UnsupportedSchemaError(f"record {name!r} defined twice or recursive")
-            self.names[name] = schema
+            self.names.setdefault(name, schema)
+            self.active.add(name)
         for field in schema["fields"]:
             self.value(field["type"], (*path, field["name"]))
+        self.active.discard(name)
 
     def union(self, branches: list[Any], path: tuple[str, ...], want: Want | None) -> None:
         if want not in (None, "present"):
@@ -218,18 +221,20 @@ def decode(
 def _varint(buffer: np.ndarray, pos: int, end: int) -> tuple[int, int]:
     """A zig-zag varint at ``pos``: (value, position after it); position -1 when it runs
     past ``end`` or over 10 bytes."""
-    result = 0
-    shift = 0
+    result = np.uint64(0)
+    shift = np.uint64(0)
     while True:
-        if pos >= end or shift > 63:
+        if pos >= end or shift > np.uint64(63):
             return 0, -1
-        byte = int(buffer[pos])
+        byte = np.uint64(buffer[pos])
         pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
+        result |= (byte & np.uint64(0x7F)) << shift
+        if byte < np.uint64(0x80):
             break
-        shift += 7
-    return (result >> 1) ^ -(result & 1), pos
+        shift += np.uint64(7)
+    # zig-zag, on the unsigned bits: the value's magnitude, then its sign
+    magnitude = np.int64(result >> np.uint64(1))
+    return magnitude ^ -np.int64(result & np.uint64(1)), pos
 
 
 @numba.njit(nogil=True, cache=True)
