@@ -135,6 +135,8 @@ def plan(
         data = store.manifests.read_bytes(meta.file_name)
         return C.decode_columns(data, store.paths.manifest_path(meta.file_name))
 
+    if not metas:
+        return []
     decoded = parallel_map(read, metas)  # the compiled decoding leaves the interpreter
     parts = [p for p in decoded if p is not None]
     if len(parts) != len(decoded):
