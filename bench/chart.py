@@ -7,7 +7,8 @@ panels whose workloads are in the file:
   time (or memory) over the reference's on a log scale: left of 1.0 shoal is faster,
   the black tick is the target, the bar's color says whether the target is met;
 - the scale workload: each metadata operation's time against the table's live data
-  files, both axes on a log scale.
+  files, both axes on a log scale; Java Paimon's times of the operations it runs too,
+  dashed in the colour of the operation.
 """
 
 from __future__ import annotations
@@ -246,8 +247,12 @@ def _count(n: float) -> str:
     return f"{n:,}"
 
 
+JAVA_SUFFIX = " (Java Paimon)"  # the series of Java Paimon's runs of an operation
+
+
 def _scale_series(scale: Any) -> dict[str, list[tuple[int, float, int | None]]]:
-    """Per operation, (live files, ms, metadata files read) at every size, by files."""
+    """Per operation, (live files, ms, metadata files read) at every size, by files; Java
+    Paimon's runs of an operation as a series of their own, named with ``JAVA_SUFFIX``."""
     series: dict[str, list[tuple[int, float, int | None]]] = {}
     if not isinstance(scale, dict):
         return series
@@ -260,6 +265,10 @@ def _scale_series(scale: Any) -> dict[str, list[tuple[int, float, int | None]]]:
             if isinstance(ms, int | float) and ms > 0:
                 read = measured.get("metadata_files_read")
                 series.setdefault(op, []).append((files, float(ms), read))
+        for op, measured in (size.get("java") or {}).items():
+            ms = measured.get("ms")
+            if isinstance(ms, int | float) and ms > 0:
+                series.setdefault(op + JAVA_SUFFIX, []).append((files, float(ms), None))
     for points in series.values():
         points.sort()
     return series
@@ -304,7 +313,11 @@ def _scale_title(scale: dict[str, Any]) -> str:
 def _draw_scale(ax: Any, scale: dict[str, Any], series: dict[str, list[Any]]) -> None:
     markers = "osD^vP*Xh"
     # the legend from top to bottom as the lines end on the right
-    style = {op: i for i, op in enumerate(series)}  # the same look from run to run
+    # the same look from run to run; Java Paimon's curve of an operation dashed, in its colour
+    shoal_ops = [op for op in series if not op.endswith(JAVA_SUFFIX)]
+    style = {op: i for i, op in enumerate(shoal_ops)}
+    for op in series:
+        style.setdefault(op, style.get(op.removesuffix(JAVA_SUFFIX), len(style)))
     ordered = sorted(series.items(), key=lambda item: -item[1][-1][1])
     for op, points in ordered:
         i = style[op]
@@ -314,6 +327,8 @@ def _draw_scale(ax: Any, scale: dict[str, Any], series: dict[str, list[Any]]) ->
             marker=markers[i % len(markers)],
             markersize=5,
             linewidth=1.4,
+            linestyle="--" if op.endswith(JAVA_SUFFIX) else "-",
+            markerfacecolor="white" if op.endswith(JAVA_SUFFIX) else None,
             color=f"C{i % 10}",
             label=op,
         )

@@ -10,20 +10,28 @@ process (``bench/scale_worker.py``) that reports its time, its peak memory and t
 metadata files it read; the operations that change nothing, and the tag pair and
 the commit, are repeated. The tables are written two at a time (the largest alone)
 before anything is measured, on a tmpfs where there is one.
+
+Apache Paimon's Java implementation (1.0, ``bench/java_scale.py``) runs the two plans
+and the expiration on the same tables, each run a fresh JVM, alternating with shoal's
+runs. Expiration deletes files, so each of its runs, shoal's and Java's, works on its
+own copy of the table as the commit left it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench import java_scale, scale_table
 from bench.procs import log, run_json
 from bench.stats import Spread
 
@@ -43,6 +51,12 @@ _WORKER_OPS = {
     CREATE_TAG: "create-tag",
     DELETE_TAG: "delete-tag",
     FRESHNESS: "freshness",
+}
+JAVA_OPS = (PLAN_FILTERED, PLAN_FULL, EXPIRE)  # the operations Java Paimon runs too
+_JAVA = {
+    PLAN_FILTERED: java_scale.PLAN_FILTERED,
+    PLAN_FULL: java_scale.PLAN_FULL,
+    EXPIRE: java_scale.EXPIRE,
 }
 
 
@@ -92,6 +106,7 @@ class SizeResult:
     partitions: int
     build: dict[str, Any]
     ops: dict[str, OpResult] = field(default_factory=dict)
+    java: dict[str, OpResult] = field(default_factory=dict)  # Java Paimon's, of JAVA_OPS
 
 
 @dataclass(slots=True)
@@ -171,27 +186,78 @@ def _summarize(op: str, runs: list[dict[str, Any]]) -> OpResult:
     )
 
 
-def _repeat(config: ScaleConfig, ops: tuple[str, ...], table: str) -> dict[str, OpResult]:
-    """Run ``ops`` in turn (a pair such as create and delete tag keeps the table as it
-    was), up to ``repeats`` rounds while the rounds took less than the budget."""
-    runs: dict[str, list[dict[str, Any]]] = {op: [] for op in ops}
+Runner = Callable[[], dict[str, Any]]
+SHOAL, JAVA = "shoal", "java"
+
+
+def _java_run(op: str, table: str, config: ScaleConfig) -> dict[str, Any]:
+    """Java Paimon's run of ``op``, shaped like a worker's answer (it counts no reads)."""
+    arg = scale_table.day(config.partitions // 2) if op == PLAN_FILTERED else str(config.expired)
+    answer = java_scale.run(_JAVA[op], table, arg)
+    return {**answer, "metadata_files_read": 0, "reads": {}, "listings": 0}
+
+
+def _on_copy(table: str, run: Callable[[str], dict[str, Any]]) -> Runner:
+    """``run`` on a fresh copy of the table (made and removed around the run, untimed)."""
+
+    def copied() -> dict[str, Any]:
+        copy = tempfile.mkdtemp(prefix="copy-", dir=Path(table).parent.parent.parent)
+        target = str(Path(copy) / "table")
+        try:
+            shutil.copytree(table, target)
+            return run(target)
+        finally:
+            shutil.rmtree(copy, ignore_errors=True)
+
+    return copied
+
+
+def _repeat(config: ScaleConfig, runners: dict[tuple[str, str], Runner]) -> dict[Any, OpResult]:
+    """Run the runners in turn (shoal's and Java's alternate; a pair such as create and
+    delete tag keeps the table as it was), up to ``repeats`` rounds while the rounds
+    took less than the budget."""
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {key: [] for key in runners}
+    first = next(iter(runners))
     spent = 0.0
-    while len(runs[ops[0]]) < config.repeats and (not spent or spent < config.repeat_budget_s):
-        for op in ops:
-            answer = _run(op, table, config.partitions)
-            runs[op].append(answer)
+    while len(runs[first]) < config.repeats and (not spent or spent < config.repeat_budget_s):
+        for key, runner in runners.items():
+            answer = runner()
+            runs[key].append(answer)
             spent += float(answer["seconds"])
-    return {op: _summarize(op, op_runs) for op, op_runs in runs.items()}
+    return {key: _summarize(key[1], key_runs) for key, key_runs in runs.items()}
 
 
-def _measure(config: ScaleConfig, files: int, table: str) -> dict[str, OpResult]:
-    results: dict[str, OpResult] = {}
-    for ops in ((PLAN_FILTERED,), (PLAN_FULL,), (FRESHNESS,), (CREATE_TAG, DELETE_TAG), (COMMIT,)):
+def _measure(config: ScaleConfig, files: int, table: str) -> SizeResult:
+    """Every operation on the table, shoal's into ``ops``, Java Paimon's into ``java``."""
+    result = SizeResult(files, config.snapshots, config.partitions, {})
+    for ops in (
+        (PLAN_FILTERED,),
+        (PLAN_FULL,),
+        (FRESHNESS,),
+        (CREATE_TAG, DELETE_TAG),
+        (COMMIT,),
+        (EXPIRE,),
+    ):
         log(f"scale: {' / '.join(ops)} on {files:,} files ...")
-        results.update(_repeat(config, ops, table))
-    log(f"scale: {EXPIRE} on {files:,} files ...")
-    results[EXPIRE] = _summarize(EXPIRE, [_run(EXPIRE, table, config.partitions)])
-    return results
+        runners: dict[tuple[str, str], Runner] = {}
+        for op in ops:
+
+            def shoal_run(path: str, op: str = op) -> dict[str, Any]:
+                return _run(op, path, config.partitions)
+
+            def java_run(path: str, op: str = op) -> dict[str, Any]:
+                return _java_run(op, path, config)
+
+            if op == EXPIRE:  # each run on its own copy of the table as the commit left it
+                runners[SHOAL, op] = _on_copy(table, shoal_run)
+                runners[JAVA, op] = _on_copy(table, java_run)
+            else:
+                runners[SHOAL, op] = functools.partial(shoal_run, table)
+                if op in JAVA_OPS:
+                    runners[JAVA, op] = functools.partial(java_run, table)
+        for (side, op), summary in _repeat(config, runners).items():
+            (result.ops if side == SHOAL else result.java)[op] = summary
+    return result
 
 
 def run(config: ScaleConfig) -> ScaleReport:
@@ -203,8 +269,8 @@ def run(config: ScaleConfig) -> ScaleReport:
         sizes = []
         for files in sorted(config.sizes):
             build = built[files]
-            result = SizeResult(files, config.snapshots, config.partitions, build)
-            result.ops = _measure(config, files, str(build["table_path"]))
+            result = _measure(config, files, str(build["table_path"]))
+            result.build = build
             if not config.keep:
                 shutil.rmtree(root / f"files-{files}", ignore_errors=True)
             sizes.append(result)
@@ -236,12 +302,35 @@ def _checks(report: ScaleReport) -> list[str]:
                 f"expiration on {size.files:,} files deleted {expired.get('deleted_data_files')} "
                 f"data files, not the {size.build.get('empty_files_created')} expected"
             )
+        for op in JAVA_OPS:
+            if not same_answer(size, op):
+                notes.append(
+                    f"{op} on {size.files:,} files: shoal found {size.ops[op].answer}, "
+                    f"Java Paimon {size.java[op].answer}"
+                )
     return notes
+
+
+# What shoal's and Java Paimon's runs of an operation must agree on.
+ANSWER_KEYS = {
+    PLAN_FILTERED: ("splits", "files"),
+    PLAN_FULL: ("splits", "files"),
+    EXPIRE: ("expired_snapshots", "deleted_data_files"),
+}
+
+
+def same_answer(size: SizeResult, op: str) -> bool:
+    """Whether shoal and Java Paimon found the same splits and files (or expired the same
+    snapshots and data files); False when either did not run."""
+    if op not in size.ops or op not in size.java:
+        return False
+    ours, theirs = size.ops[op].answer, size.java[op].answer
+    return all(ours.get(k) is not None and ours.get(k) == theirs.get(k) for k in ANSWER_KEYS[op])
 
 
 def to_json(report: ScaleReport) -> dict[str, Any]:
     """The raw numbers: per size, per operation, the median time, median peak memory and
-    the metadata files read."""
+    the metadata files read; Java Paimon's median time and peak memory under ``java``."""
     return {
         "sizes": [
             {
@@ -255,6 +344,10 @@ def to_json(report: ScaleReport) -> dict[str, Any]:
                         "metadata_files_read": op.metadata_files_read,
                     }
                     for name, op in ((n, size.ops[n]) for n in OPS)
+                },
+                "java": {
+                    name: {"ms": op.seconds.median * 1000, "peak_mib": op.peak_mib}
+                    for name, op in size.java.items()
                 },
             }
             for size in report.sizes

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import itertools
 
+from bench.java_scale import JVM_FLAGS_TEXT
 from bench.scale import (
     EXPIRE,
+    JAVA_OPS,
     OPS,
     PLAN_FILTERED,
     OpResult,
     ScaleReport,
     SizeResult,
+    same_answer,
 )
 from bench.scale_table import APPENDS, BUCKETS, COMPACTED_APPENDS
+from bench.scale_targets import ratio, targets
 
 _READ_KINDS = (
     ("snapshots", "snapshot"),
@@ -121,6 +125,58 @@ def _facts(sizes: list[SizeResult]) -> list[str]:
     ]
 
 
+_VERSUS_HEADERS = (
+    "shoal (ms)",
+    "Java (ms)",
+    "shoal peak (MiB)",
+    "Java peak (MiB)",
+    "shoal / Java",
+    "same answer",
+)
+
+
+def _versus_java(sizes: list[SizeResult], op: str) -> list[str]:
+    """shoal beside Java Paimon for one operation, a row per table."""
+    lines = [
+        f"**{op}**",
+        "",
+        _row("table", list(_VERSUS_HEADERS)),
+        _row("---", ["---:"] * 5 + ["---"]),
+    ]
+    for size in sizes:
+        ours, theirs = size.ops.get(op), size.java.get(op)
+        if ours is None or theirs is None:
+            lines.append(_row(_label(size.files), ["-"] * 5 + ["Java did not run"]))
+            continue
+        value = ratio(size, op)
+        same = "yes" if same_answer(size, op) else f"**no**: {ours.answer} / {theirs.answer}"
+        cells = [_ms(ours), _ms(theirs), f"{ours.peak_mib:,.1f}", f"{theirs.peak_mib:,.1f}"]
+        lines.append(_row(_label(size.files), [*cells, f"{value:.2f}" if value else "-", same]))
+    return lines
+
+
+def render_java(sizes: list[SizeResult]) -> list[str]:
+    """The comparison with Java Paimon and the issue's targets."""
+    lines = [
+        "### shoal beside Java Paimon 1.0",
+        "",
+        "The same tables, each run a fresh process (Java: a fresh JVM, "
+        f"{JVM_FLAGS_TEXT}), shoal's and Java's runs alternating; time inside the process "
+        "(opening the table by path and the operation), peak resident memory above the "
+        "process's before the clock started. Expiration: each run on its own copy of the "
+        "table. Same answer: the same splits and data files planned, or the same snapshots "
+        "and data files expired.",
+        "",
+    ]
+    for op in JAVA_OPS:
+        lines.extend([*_versus_java(sizes, op), ""])
+    lines.extend([_row("target (issue 26)", ["measured", "met"]), _row("---", ["---:", "---"])])
+    for target in targets(sizes):
+        met = "-" if target.met is None else ("yes" if target.met else "**no**")
+        lines.append(_row(target.name, [target.measured, met]))
+    return lines
+
+
 def render_scale(report: ScaleReport) -> list[str]:
     sizes = report.sizes
     first = sizes[0]
@@ -151,6 +207,8 @@ def render_scale(report: ScaleReport) -> list[str]:
         "",
         *_facts(sizes),
         "",
+        *render_java(sizes),
+        "",
         *_METHOD,
     ]
     if report.notes:
@@ -179,6 +237,15 @@ _METHOD = [
     "`delete_tag(name)`, `append(<1,000 rows of the newest day>)` (an upsert: the next "
     "sequence numbers of its buckets, the commit with its sequence check), "
     "`expire_snapshots(older_than=now, max_deletes=<a tenth of the snapshots>)`.",
+    "- Java Paimon 1.0 (the bundle jar of `paimon-python-ali==0.1.1`, as the interop "
+    "tests use it): `bench/java/ScaleProbe.java` in a fresh JVM per run "
+    "(`bench/java_scale.py`) opens the table with `FileStoreTableFactory.create(path)` and "
+    "plans `newReadBuilder().newScan().plan().splits()`, the same with "
+    "`withPartitionFilter({dt: <the middle day>})`, or expires with `newExpireSnapshots()` "
+    "and an `ExpireConfig` of `snapshotRetainMax = Integer.MAX_VALUE`, "
+    "`snapshotRetainMin = 1`, `snapshotTimeRetain = 0` and `snapshotMaxDeletes = <a tenth "
+    "of the snapshots>`: the same oldest snapshots shoal's expiration removes. The data "
+    "files it deletes are counted on disk around the run.",
     "- Peak memory: the process's `VmHWM` after the operation, reset through "
     "`/proc/self/clear_refs` just before the clock starts, minus its resident memory "
     "then.",

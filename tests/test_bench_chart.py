@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bench.chart import draw, main, short_label
+from bench.chart import JAVA_SUFFIX, _scale_series, draw, main, short_label
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -33,6 +33,11 @@ def _size(files: int, factor: float) -> dict[str, Any]:
         "ops": {
             name: {"ms": ms, "peak_mib": 80.0 * factor, "metadata_files_read": read}
             for name, (ms, read) in ops.items()
+        },
+        "java": {
+            "plan partition-filtered": {"ms": 800.0, "peak_mib": 200.0},
+            "plan full": {"ms": 900.0 * factor**0.5, "peak_mib": 200.0 * factor},
+            "expire snapshots": {"ms": 700.0, "peak_mib": 150.0},
         },
     }
 
@@ -75,6 +80,17 @@ def test_draws_ratios_and_scale(tmp_path: Path) -> None:
     out = tmp_path / "charts" / "chart.png"
     assert draw(_results(), out) == out
     _assert_png(out)
+
+
+def test_scale_series_hold_java_paimon_beside_shoal() -> None:
+    series = _scale_series(_results()["scale"])
+    assert series["plan full" + JAVA_SUFFIX] == [
+        (10_000, 900.0, None),
+        (100_000, 900.0 * 10**0.5, None),
+        (1_000_000, 9_000.0, None),
+    ]
+    assert series["plan full"][-1] == (1_000_000, 4_000.0, 12)
+    assert "freshness" + JAVA_SUFFIX not in series
 
 
 def test_draws_what_is_there(tmp_path: Path) -> None:
