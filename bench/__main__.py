@@ -299,12 +299,16 @@ def main(argv: list[str] | None = None) -> int:
         if SCALE in workloads:
             from bench import scale
             from bench.scale_report import render_scale
+            from bench.scale_targets import scale_ratios
 
             scale_done = scale.run(
                 scale.ScaleConfig.sized(args.quick, args.seed, workdir, args.keep)
             )
             sections.append(render_scale(scale_done))
-            dump[SCALE] = scale.to_json(scale_done)
+            dump[SCALE] = {
+                **scale.to_json(scale_done),
+                "ratios": _ratios_json(scale_ratios(scale_done.sizes)),
+            }
         if ECOSYSTEM in workloads:
             from bench import ecosystem
             from bench.ecosystem_report import ecosystem_ratios, render_ecosystem

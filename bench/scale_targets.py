@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.report import Ratio
 from bench.scale import COMMIT, EXPIRE, FRESHNESS, PLAN_FILTERED, PLAN_FULL, SizeResult
 
 MILLION = 1_000_000
@@ -79,4 +80,38 @@ def targets(sizes: list[SizeResult]) -> list[Target]:
     else:
         growth = large.ops[COMMIT].seconds.median / small.ops[COMMIT].seconds.median
         out.append(Target(name, f"{growth:.2f}", growth <= COMMIT_GROWTH))
+    return out
+
+
+_ISSUE_BOUNDS = {
+    (PLAN_FULL, HUNDRED_K): FULL_PLAN_RATIO,
+    (PLAN_FULL, MILLION): FULL_PLAN_RATIO,
+    (PLAN_FILTERED, MILLION): FILTERED_PLAN_RATIO,
+    (EXPIRE, MILLION): EXPIRE_RATIO,
+}
+
+
+def scale_ratios(sizes: list[SizeResult]) -> list[Ratio]:
+    """shoal's median time over Java Paimon's for each operation both run, on the largest
+    table (and full planning on the 100k table when there is one), with the issue's bound
+    where the table is of the size the issue names."""
+    if not sizes:
+        return []
+    largest = max(sizes, key=lambda s: s.files)
+    picked = [(op, largest) for op in (PLAN_FULL, PLAN_FILTERED, EXPIRE)]
+    middle = _at(sizes, HUNDRED_K)
+    if middle is not None and middle is not largest:
+        picked.insert(0, (PLAN_FULL, middle))
+    out = []
+    for op, size in picked:
+        ours, theirs = size.ops.get(op), size.java.get(op)
+        out.append(
+            Ratio(
+                f"shoal {op} / Java Paimon's, {size.files:,} files",
+                ours.seconds.median if ours else None,
+                theirs.seconds.median if theirs else None,
+                _ISSUE_BOUNDS.get((op, size.files)),
+                None if ours and theirs else "Java Paimon did not run",
+            )
+        )
     return out

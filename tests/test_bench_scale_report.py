@@ -22,7 +22,7 @@ from bench.scale import (
     to_json,
 )
 from bench.scale_report import render_scale
-from bench.scale_targets import Target, ratio, targets
+from bench.scale_targets import Target, ratio, scale_ratios, targets
 from bench.stats import Spread
 
 
@@ -147,3 +147,19 @@ def test_rendered_section_and_json() -> None:
     java = dumped["sizes"][2]["java"]
     assert set(java) == set(JAVA_OPS)
     assert java[PLAN_FULL] == {"ms": 5_000.0, "peak_mib": 300.0}
+
+
+def test_ratios_for_the_chart() -> None:
+    found = scale_ratios(_sizes())
+    assert [(r.label, r.value, r.target) for r in found] == [
+        ("shoal plan full / Java Paimon's, 100,000 files", 2.6 / 5.0, 0.5),
+        ("shoal plan full / Java Paimon's, 1,000,000 files", 2.0 / 5.0, 0.5),
+        ("shoal plan partition-filtered / Java Paimon's, 1,000,000 files", 0.5, 0.66),
+        ("shoal expire snapshots / Java Paimon's, 1,000,000 files", 7.0 / 6.0, 1.24),
+    ]
+    java = dict.fromkeys(JAVA_OPS, 1.0)
+    quick = [_size(2_000, {}, java), _size(20_000, {}, java)]
+    del quick[1].java[EXPIRE]
+    found = scale_ratios(quick)
+    assert [r.target for r in found] == [None, None, None]
+    assert (found[2].value, found[2].note) == (None, "Java Paimon did not run")
