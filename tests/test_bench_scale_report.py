@@ -4,20 +4,27 @@ measures."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bench.scale import (
     COMMIT,
     EXPIRE,
     FRESHNESS,
+    JAVA,
     JAVA_OPS,
     OPS,
     PLAN_FILTERED,
     PLAN_FULL,
+    SHOAL,
     OpResult,
+    ScaleConfig,
     ScaleReport,
     SizeResult,
     _checks,
+    _on_copy,
+    _repeat,
     same_answer,
     to_json,
 )
@@ -163,3 +170,60 @@ def test_ratios_for_the_chart() -> None:
     found = scale_ratios(quick)
     assert [r.target for r in found] == [None, None, None]
     assert (found[2].value, found[2].note) == (None, "Java Paimon did not run")
+
+
+def _config(repeats: int, budget_s: float) -> ScaleConfig:
+    return ScaleConfig((2_000,), 1_000, repeats, budget_s, 1, Path("/unused"))
+
+
+def _runner(log: list[str], name: str, seconds: float) -> Callable[[], dict[str, Any]]:
+    def run() -> dict[str, Any]:
+        log.append(name)
+        return {
+            "seconds": seconds,
+            "peak_mib": 1.0,
+            "metadata_files_read": 0,
+            "reads": {},
+            "listings": 0,
+            "result": {"run": len(log)},
+        }
+
+    return run
+
+
+def test_shoal_and_java_runs_alternate_within_the_budget() -> None:
+    log: list[str] = []
+    runners = {
+        (SHOAL, PLAN_FULL): _runner(log, "shoal", 1.0),
+        (JAVA, PLAN_FULL): _runner(log, "java", 2.0),
+    }
+    done = _repeat(_config(3, 20.0), runners)
+    assert log == ["shoal", "java"] * 3
+    assert done[SHOAL, PLAN_FULL].seconds.count == 3
+    assert done[JAVA, PLAN_FULL].seconds.median == 2.0
+    assert done[JAVA, PLAN_FULL].answer == {"run": 2}  # the first run's
+
+    log.clear()
+    _repeat(_config(3, 5.0), runners)  # the second round passes the budget
+    assert log == ["shoal", "java"] * 2
+
+
+def test_each_run_on_a_copy_leaves_the_table_as_it_was(tmp_path: Path) -> None:
+    table = tmp_path / "files-1" / "bench.db" / "scale"
+    (table / "snapshot").mkdir(parents=True)
+    (table / "snapshot" / "snapshot-1").write_text("{}")
+    seen: list[str] = []
+
+    def destructive(path: str) -> dict[str, Any]:
+        assert path != str(table)
+        seen.append(path)
+        (Path(path) / "snapshot" / "snapshot-1").unlink()
+        return {"seconds": 0.1}
+
+    run = _on_copy(str(table), destructive)
+    run()
+    run()
+    assert (table / "snapshot" / "snapshot-1").read_text() == "{}"
+    assert len(set(seen)) == 2
+    assert not any(Path(p).exists() for p in seen)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["files-1"]
