@@ -18,12 +18,13 @@ or schema, damage: the ordinary reading says what is wrong).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
-import pyarrow as pa
 
 from shoal import options as O
 from shoal.core import plan as PL
@@ -37,7 +38,7 @@ from shoal.format.data_file import DataFileMeta
 from shoal.format.manifest import ManifestFileMeta
 from shoal.format.schema import TableSchema
 from shoal.format.snapshot import Snapshot
-from shoal.io import parallel_map
+from shoal.io import bounded_map
 
 if TYPE_CHECKING:
     from shoal.core.store import FileStore
@@ -45,18 +46,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class _Files:
-    """The live files of a plan, in split order: each one's manifest and record."""
+    """The live files of a plan, in split order: each one's manifest and entry there."""
 
     parts: Sequence[C.Records]
     part: np.ndarray  # per file: the index of its manifest in ``parts``
-    start: np.ndarray  # per file: where its record starts in that manifest's buffer
-    names: pa.Array | None  # per file: its name (kept only when deletion vectors need it)
+    row: np.ndarray  # per file: its entry's number in that manifest
 
     def entries(self, lo: int, hi: int) -> tuple[DataFileMeta, ...]:
         parts = self.parts
         return tuple(
-            parts[p].entry_at(s).file
-            for p, s in zip(self.part[lo:hi].tolist(), self.start[lo:hi].tolist(), strict=True)
+            parts[p].entry(r).file
+            for p, r in zip(self.part[lo:hi].tolist(), self.row[lo:hi].tolist(), strict=True)
         )
 
 
@@ -76,13 +76,6 @@ class LazyFiles(Sequence[DataFileMeta]):
         if self._decoded is None:
             self._decoded = self._files.entries(self._lo, self._hi)
         return self._decoded
-
-    def names(self) -> list[str]:
-        names = self._files.names
-        if names is None or self._decoded is not None:
-            return [f.file_name for f in self._all()]
-        found: list[str] = names.slice(self._lo, self._hi - self._lo).to_pylist()
-        return found
 
     def __len__(self) -> int:
         return self._hi - self._lo
@@ -131,13 +124,15 @@ def plan(
     columns only), keeping the files whose level is within ``levels``; None when this
     planning leaves the read to the ordinary one (see the module's docstring)."""
 
-    def read(meta: ManifestFileMeta) -> C.ManifestColumns | None:
+    def decode(meta: ManifestFileMeta) -> C.ManifestColumns | None:
         data = store.manifests.read_bytes(meta.file_name)
         return C.decode_columns(data, store.paths.manifest_path(meta.file_name))
 
     if not metas:
         return []
-    decoded = parallel_map(read, metas)  # the compiled decoding leaves the interpreter
+    # a manifest per core at once: the compiled decoding leaves the interpreter, and
+    # each holds its decompressed blocks meanwhile
+    decoded = bounded_map(decode, metas, os.cpu_count() or 1)
     parts = [p for p in decoded if p is not None]
     if len(parts) != len(decoded):
         return None
@@ -168,34 +163,21 @@ class _Planner:
         sizes = [len(p) for p in parts]
         self.bounds = np.cumsum([0, *sizes])
         self.part = np.repeat(np.arange(len(parts), dtype=np.int32), sizes)
-        self.starts = self.column(C.RECORD)
 
     def column(self, field: tuple[str, ...]) -> np.ndarray:
-        if not self.parts:
-            return np.zeros(0, dtype=np.int64)
         return np.concatenate([p.column(field) for p in self.parts])
 
-    def per_part(self, rows: np.ndarray) -> Iterator[tuple[C.ManifestColumns, np.ndarray]]:
-        """``rows`` (ascending) by manifest: each manifest with its rows of them, as
-        its own row numbers."""
-        cuts = np.searchsorted(rows, self.bounds)
-        for i, part in enumerate(self.parts):
-            yield part, rows[cuts[i] : cuts[i + 1]] - self.bounds[i]
+    def column_of(self, get: Callable[[C.ManifestColumns], np.ndarray]) -> np.ndarray:
+        return np.concatenate([get(p) for p in self.parts])
 
     def splits(self, keep_partition: Callable[[bytes], bool]) -> list[PL.DataSplit] | None:
-        kind = self.column(C.KIND)
-        version = self.column(C.VERSION)
-        if not (np.all(version == M.MANIFEST_VERSION) and np.all((kind >= 0) & (kind <= 1))):
-            return None  # the ordinary reading reports it
-        if not all(p.plain_names for p in self.parts):
-            return None
         found = self._partitions()
         if found is None:
             return None
         partition_id, distinct = found
         kept = np.array([keep_partition(p) for p in distinct], dtype=bool)
         rows = np.flatnonzero(kept[partition_id]) if distinct else np.zeros(0, np.int64)
-        live = self._merged(rows, kind)
+        live = self._merged(rows)
         level = self.column(C.LEVEL)[live]
         live = live[(level >= self.levels[0]) & (level <= self.levels[1])]
         self._check_readable(live)
@@ -218,20 +200,15 @@ class _Planner:
         partition_id = np.searchsorted(hashes, self.column_of(lambda p: p.partition_hash))
         return partition_id, [by_hash[h] for h in hashes.tolist()]
 
-    def column_of(self, get: Callable[[C.ManifestColumns], np.ndarray]) -> np.ndarray:
-        return np.concatenate([get(p) for p in self.parts])
-
-    def _bytes(self, field: tuple[str, ...], row: int) -> bytes:
-        i = int(self.part[row])
-        return self.parts[i].value_bytes(field, row - int(self.bounds[i]))
-
     def _entry(self, row: int) -> M.ManifestEntry:
-        return self.parts[int(self.part[row])].entry_at(int(self.starts[row]))
+        part = int(self.part[row])
+        return self.parts[part].entry(row - int(self.bounds[part]))
 
-    def _merged(self, rows: np.ndarray, kind: np.ndarray) -> np.ndarray:
+    def _merged(self, rows: np.ndarray) -> np.ndarray:
         """The rows of ``rows`` (in order) whose files are live: Paimon's merge rule
         (``merge_entries``) applied as objects to the entries it could concern (a
-        DELETE, a name whose hash is met twice), and every other ADD live as it is."""
+        DELETE, a name whose hash is met twice, identities with more than a name), and
+        every other ADD live as it is."""
         hashed = self.column_of(lambda p: p.name_hash)[rows]
         order = np.argsort(hashed, kind="stable")
         same = hashed[order][1:] == hashed[order][:-1]
@@ -239,9 +216,8 @@ class _Planner:
         twice[order[1:][same]] = True
         twice[order[:-1][same]] = True
         flags = [C.EXTRA_FILES, C.EMBEDDED_INDEX, C.EXTERNAL_PATH, C.WRITE_COLS]
-        flagged = (
-            (kind[rows] != M.KIND_ADD) | twice | _any_set([self.column(f)[rows] for f in flags])
-        )
+        flagged = (self.column(C.KIND)[rows] != M.KIND_ADD) | twice
+        flagged |= _any_set([self.column(f)[rows] for f in flags])
         if not flagged.any():
             return rows
         closer = rows[flagged]
@@ -266,6 +242,8 @@ class _Planner:
         """The live files grouped by partition and bucket (groups in the order of their
         first file), each group's files by sequence number and name, packed into splits
         as ``make_splits`` packs them."""
+        if not len(live):
+            return []
         store = self.store
         bucket = self.column(C.BUCKET)[live]
         buckets, bucket_index = np.unique(bucket, return_inverse=True)
@@ -275,10 +253,9 @@ class _Planner:
         if space > 4 * len(live) + 1024:  # numbered densely, the groups there are
             keys, group = np.unique(group, return_inverse=True)
             space = len(keys)
-        order, rank = kernels.order_by_group(group, space, self.column(C.MIN_SEQUENCE)[live])
-        sequence = self.column(C.MIN_SEQUENCE)[live][order]
-        live = live[order]
-        group = group[order]
+        sequence = self.column(C.MIN_SEQUENCE)[live]
+        order, rank = kernels.order_by_group(group, space, sequence)
+        live, group, sequence = live[order], group[order], sequence[order]
         group_of = rank[group]
         order = self._names_break_ties(group_of, sequence, live)
         live, group, group_of = live[order], group[order], group_of[order]
@@ -290,14 +267,14 @@ class _Planner:
             int(store.options.get(O.SPLIT_TARGET_SIZE)),
             self.whole_buckets,
         )
-        names = self._names(live) if self.deletions else None
-        files = _Files([p.records for p in self.parts], self.part[live], self.starts[live], names)
-        bounds = np.flatnonzero(np.diff(split_of)) + 1
+        deletions = self._deletion_files(live)
+        files = _Files(
+            [p.records for p in self.parts], self.part[live], live - self.bounds[self.part[live]]
+        )
+        bounds = (np.flatnonzero(np.diff(split_of)) + 1).tolist()
         where: dict[int, tuple[dict[str, Any], int, str]] = {}
         out = []
-        for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(live)], strict=True):
-            if lo == hi:
-                continue
+        for lo, hi in pairwise([0, *bounds, len(live)]):
             key = int(group[lo])
             found = where.get(key)
             if found is None:
@@ -307,19 +284,30 @@ class _Planner:
                 path = store.paths.bucket_dir(store.partitions.path(partition), b)
                 found = where[key] = (store.partitions.to_dict(partition), b, path)
             values, b, path = found
-            split_files = LazyFiles(files, lo, hi)
-            split = PL.DataSplit(store.uri, self.snapshot_id, values, b, path, split_files)
-            out.append(self._with_deletions(split, split_files))
+            split = PL.DataSplit(
+                store.uri, self.snapshot_id, values, b, path, LazyFiles(files, lo, hi)
+            )
+            if deletions and any(i in deletions for i in range(lo, hi)):
+                found_deletions = tuple(deletions.get(i) for i in range(lo, hi))
+                split = replace(split, deletion_files=found_deletions)
+            out.append(split)
         return out
 
-    def _names(self, rows: np.ndarray) -> pa.Array:
-        """The file names of ``rows`` (any order)."""
-        order = np.argsort(rows, kind="stable")
-        by_part = [p.strings(C.FILE_NAME, own) for p, own in self.per_part(rows[order])]
-        names = pa.chunked_array(by_part, type=pa.large_string()).combine_chunks()
-        back = np.empty(len(rows), dtype=np.int64)
-        back[order] = np.arange(len(rows))
-        return names.take(pa.array(back))
+    def _deletion_files(self, live: np.ndarray) -> dict[int, DeletionFile]:
+        """The deletion vectors of the files ``live``, by their place there: the files
+        whose name's hash is one of the vectors' are decoded and looked up by name."""
+        if not self.deletions or not len(live):
+            return {}
+        names = [name.encode() for name in self.deletions]
+        data, offsets = kernels.joined(names)
+        wanted = kernels.hashes(data, offsets[:-1], np.diff(offsets))
+        candidates = np.flatnonzero(np.isin(self.column_of(lambda p: p.name_hash)[live], wanted))
+        out = {}
+        for i in candidates.tolist():
+            found = self.deletions.get(self._entry(int(live[i])).file.file_name)
+            if found is not None:
+                out[i] = found
+        return out
 
     def _names_break_ties(
         self, group: np.ndarray, sequence: np.ndarray, live: np.ndarray
@@ -336,18 +324,9 @@ class _Planner:
             while end < len(same) and same[end]:
                 end += 1
             members = order[start : end + 1]
-            names = [self._bytes(C.FILE_NAME, int(live[m])).decode() for m in members]
+            names = [self._entry(int(live[m])).file.file_name for m in members]
             order[start : end + 1] = members[sorted(range(len(names)), key=names.__getitem__)]
         return order
-
-    def _with_deletions(self, split: PL.DataSplit, files: LazyFiles) -> PL.DataSplit:
-        if not self.deletions:
-            return split
-        found = tuple(self.deletions.get(n) for n in files.names())
-        if not any(d is not None for d in found):
-            return split
-        with_deletions: PL.DataSplit = replace(split, deletion_files=found)
-        return with_deletions
 
 
 def _any_set(columns: list[np.ndarray]) -> np.ndarray:
@@ -355,9 +334,3 @@ def _any_set(columns: list[np.ndarray]) -> np.ndarray:
     for column in columns:
         out |= column != 0
     return out
-
-
-def _joined(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.zeros(len(values) + 1, dtype=np.int64)
-    np.cumsum([len(v) for v in values], out=offsets[1:])
-    return np.frombuffer(b"".join(values), dtype=np.uint8), offsets

@@ -1,6 +1,6 @@
 """Compiled loops that planning runs over millions of manifest records: hashing,
-comparing, checking and copying byte ranges of a buffer (names, partitions) without a
-Python object each, and packing files into splits."""
+comparing and checking byte ranges of a buffer (names, partitions) without a Python
+object each, and ordering and packing files into splits."""
 
 from __future__ import annotations
 
@@ -47,64 +47,47 @@ def all_equal(  # noqa: PLR0917 - the two sides' ranges
 
 
 @numba.njit(nogil=True, cache=True)
-def unsafe_names(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> bool:
-    """Whether a range is not a plain file name: empty, ``.`` or ``..``, or holding a
-    ``/``, a ``\\`` or a NUL (see ``shoal.format.data_file.is_file_name``)."""
-    for i in range(starts.shape[0]):
-        n = lengths[i]
-        s = starts[i]
-        if n == 0 or (n <= 2 and buffer[s] == 46 and buffer[s + n - 1] == 46):
-            return True
-        for j in range(s, s + n):
-            b = buffer[j]
-            if b == 47 or b == 92 or b == 0:  # noqa: PLR1714 - '/', '\\', NUL
-                return True
-    return False
-
-
-@numba.njit(nogil=True, cache=True)
-def ends_with(
-    buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray, suffix: np.ndarray
-) -> np.ndarray:
-    """Whether each range ends with the bytes ``suffix``."""
-    out = np.zeros(starts.shape[0], dtype=np.bool_)
-    m = suffix.shape[0]
-    for i in range(starts.shape[0]):
-        n = lengths[i]
-        if n < m:
-            continue
-        s = starts[i] + n - m
-        same = True
-        for j in range(m):
-            if buffer[s + j] != suffix[j]:
-                same = False
-                break
-        out[i] = same
-    return out
-
-
-def gather(
-    buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The ranges one after another, and the offsets where each begins (one more than
-    ranges): Arrow's binary layout."""
-    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
-    _gather(buffer, starts, lengths, offsets, data)
-    return data, offsets
-
-
-@numba.njit(nogil=True, cache=True)
-def _gather(
+def name_facts(
     buffer: np.ndarray,
     starts: np.ndarray,
     lengths: np.ndarray,
-    offsets: np.ndarray,
-    data: np.ndarray,
-) -> None:
-    for i in range(starts.shape[0]):
-        data[offsets[i] : offsets[i] + lengths[i]] = buffer[starts[i] : starts[i] + lengths[i]]
+    suffixes: np.ndarray,
+    suffix_offsets: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Of file names (ranges of ``buffer``), in one pass: each one's hash (as
+    :func:`hashes`), whether it ends with one of ``suffixes`` (those ranges one after
+    another, ``suffix_offsets`` where each begins), and whether any is not a plain
+    file name: empty, ``.`` or ``..``, or holding a ``/``, a ``\\`` or a NUL (see
+    ``shoal.format.data_file.is_file_name``)."""
+    n = starts.shape[0]
+    hashed = np.empty(n, dtype=np.uint64)
+    ends = np.zeros(n, dtype=np.bool_)
+    unsafe = False
+    for i in range(n):
+        s = starts[i]
+        length = lengths[i]
+        if length == 0 or (length <= 2 and buffer[s] == 46 and buffer[s + length - 1] == 46):
+            unsafe = True
+        h = _FNV_OFFSET
+        for j in range(s, s + length):
+            b = buffer[j]
+            if b == 47 or b == 92 or b == 0:  # noqa: PLR1714 - '/', '\\', NUL
+                unsafe = True
+            h = (h ^ np.uint64(b)) * _FNV_PRIME
+        hashed[i] = h
+        for k in range(suffix_offsets.shape[0] - 1):
+            m = suffix_offsets[k + 1] - suffix_offsets[k]
+            if m > length:
+                continue
+            same = True
+            for j in range(m):
+                if buffer[s + length - m + j] != suffixes[suffix_offsets[k] + j]:
+                    same = False
+                    break
+            if same:
+                ends[i] = True
+                break
+    return hashed, ends, unsafe
 
 
 @numba.njit(nogil=True, cache=True)
@@ -154,3 +137,28 @@ def order_by_group(
         rows = order[lo:hi].copy()
         order[lo:hi] = rows[np.argsort(sequence[rows], kind="mergesort")]
     return order, rank
+
+
+def joined(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` one after another, and the offsets where each begins (one more than
+    values)."""
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum([len(v) for v in values], out=offsets[1:])
+    return np.frombuffer(b"".join(values), dtype=np.uint8), offsets
+
+
+def _warm() -> None:
+    """Load every loop for the types planning calls it with (from numba's cache once it
+    has compiled them), so that no plan waits for it."""
+    buffer = np.frombuffer(b"ab.c", dtype=np.uint8)
+    starts = np.zeros(1, dtype=np.int64)
+    lengths = np.ones(1, dtype=np.int64)
+    offsets = np.array([0, 1], dtype=np.int64)
+    hashes(buffer, starts, lengths)
+    all_equal(buffer, starts, lengths, buffer, offsets, starts)
+    name_facts(buffer, starts, lengths, buffer, offsets)
+    pack(starts, lengths, 1, False)
+    order_by_group(starts, 1, starts)
+
+
+_warm()

@@ -3,18 +3,20 @@ each entry, decoded by compiled code (:mod:`shoal.format.avro.columnar`), and ea
 whole entry decoded only when it is asked for.
 
 The columns hold the fields that choose and order the files of a scan (kind,
-partition, bucket, file name, size, sequence number, level, schema) and mark the
-entries that need a closer look (extra files, an embedded index, an external path,
-some columns only). A whole entry is decoded from its record's bytes, which stay in
-the decompressed blocks, by the same decoder :func:`shoal.format.manifest.decode_manifest`
-uses.
+partition, bucket, size, sequence number, level, schema; the file name as a hash) and
+mark the entries that need a closer look (extra files, an embedded index, an external
+path, some columns only). The records themselves are kept compressed (LZ4, in chunks
+of about :data:`CHUNK_BYTES`), ordered by partition, bucket and sequence number, so
+that the files of one split lie in a chunk or two of each manifest; a whole entry is
+decoded from its record by the decoder :func:`shoal.format.manifest.decode_manifest`
+uses. A table's decompressed manifests take about five times what they take so.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from itertools import pairwise
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -26,8 +28,6 @@ from shoal.format.avro import columnar
 from shoal.format.avro.container import read_blocks
 from shoal.format.manifest import ManifestEntry
 
-# Where each record starts in the buffer.
-RECORD = ("<record>",)
 # The fields decoded into columns, by their path in the record.
 VERSION = ("_VERSION",)
 KIND = ("_KIND",)
@@ -61,103 +61,125 @@ _WANTED: dict[tuple[str, ...], columnar.Want] = {
     WRITE_COLS: "present",
 }
 _REQUIRED: tuple[tuple[str, ...], ...] = (
-    VERSION,
-    KIND,
-    PARTITION,
-    BUCKET,
-    FILE_NAME,
-    FILE_SIZE,
-    MIN_SEQUENCE,
-    SCHEMA_ID,
-    LEVEL,
-    EXTRA_FILES,
+    *(VERSION, KIND, PARTITION, BUCKET, FILE_NAME, FILE_SIZE, MIN_SEQUENCE),
+    *(SCHEMA_ID, LEVEL, EXTRA_FILES),
 )
+# The columns kept, each in the narrowest type its values need.
+_KEPT: dict[tuple[str, ...], Any] = {
+    KIND: np.int8,
+    BUCKET: np.int32,
+    FILE_SIZE: np.int64,
+    MIN_SEQUENCE: np.int64,
+    SCHEMA_ID: np.int64,
+    LEVEL: np.int32,
+    EXTRA_FILES: np.int32,
+    EMBEDDED_INDEX: np.int8,
+    EXTERNAL_PATH: np.int8,
+    WRITE_COLS: np.int8,
+}
+CHUNK_BYTES = 64 << 10
+# The name extensions of the formats shoal reads, one after another, and their offsets.
+_SUFFIXES = kernels.joined([f".{e}".encode() for e in data_formats.extensions()])
+_CODEC = pa.Codec("lz4")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class Records:
-    """A manifest's decompressed records, to decode whole entries from."""
+    """A manifest's records, compressed in chunks, to decode whole entries from."""
 
-    path: str
-    schema: bytes  # the writer's schema (JSON)
-    data: bytes  # the decompressed blocks, one after another
+    __slots__ = ("_last", "chunk", "chunks", "offset", "path", "schema", "sizes")
 
-    def entry_at(self, start: int) -> ManifestEntry:
-        """The whole entry whose record starts at ``start`` of ``data``. Raises
-        CorruptMetadataError naming the file for a record the entry decoding refuses."""
+    def __init__(  # noqa: PLR0917 - the records' layout
+        self,
+        path: str,
+        schema: bytes,
+        chunks: list[bytes],
+        sizes: list[int],
+        chunk: np.ndarray,
+        offset: np.ndarray,
+    ) -> None:
+        self.path = path
+        self.schema = schema  # the writer's schema (JSON)
+        self.chunks = chunks  # LZ4
+        self.sizes = sizes  # each chunk's bytes
+        self.chunk = chunk  # per entry: its record's chunk
+        self.offset = offset  # per entry: where its record starts in the chunk
+        self._last: tuple[int, bytes] = (-1, b"")  # the chunk decompressed last
+
+    def entry(self, row: int) -> ManifestEntry:
+        """The whole entry of ``row``. Raises CorruptMetadataError naming the file for
+        a record the entry decoding refuses."""
         decode = M.entry_decoder(self.schema)
         try:
             if decode is None:
                 raise ValueError("its schema is not one the entry decoding reads")
-            entry, _ = decode(self.data, start)
+            entry, _ = decode(self._chunk(int(self.chunk[row])), int(self.offset[row]))
         except Exception as exc:  # the decoders raise many types for damaged bytes
             raise CorruptMetadataError(self.path, f"an entry cannot be read: {exc}") from None
         assert isinstance(entry, ManifestEntry)
         return entry
 
+    def _chunk(self, index: int) -> bytes:
+        last = self._last  # one read of the attribute: threads may replace it
+        if last[0] == index:
+            return last[1]
+        data: bytes = _CODEC.decompress(
+            self.chunks[index], decompressed_size=self.sizes[index], asbytes=True
+        )
+        self._last = (index, data)
+        return data
 
-@dataclass(frozen=True, slots=True, eq=False)
+
 class ManifestColumns:
-    """The entries of one manifest file, one row each, in the file's order, with what
-    planning asks of all of them computed as they are decoded."""
+    """The entries of one manifest file, one value per entry in each column, in the
+    file's order, with what planning asks of all of them computed as they were
+    decoded."""
 
-    records: Records
-    table: np.ndarray  # the decoded columns, one row of it per column (int64)
-    columns: dict[tuple[str, ...], int]
-    name_hash: np.ndarray  # each file name's hash (uint64, see kernels.hashes)
-    partition_hash: np.ndarray  # each partition's hash
-    partitions: dict[int, bytes]  # each partition's bytes, by its hash
-    plain_names: bool  # every name is a plain file name (``is_file_name``)
-    readable_name: np.ndarray  # the name ends with the extension of a format shoal reads
+    __slots__ = (
+        "_columns",
+        "name_hash",
+        "partition_hash",
+        "partitions",
+        "readable_name",
+        "records",
+    )
+
+    def __init__(  # noqa: PLR0917 - the decoded parts
+        self,
+        records: Records,
+        columns: dict[tuple[str, ...], np.ndarray],
+        name_hash: np.ndarray,
+        partition_hash: np.ndarray,
+        partitions: dict[int, bytes],
+        readable_name: np.ndarray,
+    ) -> None:
+        self.records = records
+        self._columns = columns
+        self.name_hash = name_hash  # each file name's hash (see kernels.hashes)
+        self.partition_hash = partition_hash  # each partition's hash
+        self.partitions = partitions  # each partition's bytes, by its hash
+        self.readable_name = readable_name  # the name's extension is of a format shoal reads
 
     @property
     def path(self) -> str:
         return self.records.path
 
-    @property
-    def buffer(self) -> np.ndarray:
-        return np.frombuffer(self.records.data, dtype=np.uint8)
-
     def __len__(self) -> int:
-        return int(self.table.shape[1])
+        return len(self.name_hash)
 
     def column(self, field: tuple[str, ...]) -> np.ndarray:
         """A field's values (of a nullable one: whether it is set; zeros when the
         writer's schema lacks it)."""
-        index = columnar.RECORD_START if field == RECORD else self.columns.get(field)
-        if index is None:
-            return np.zeros(len(self), dtype=np.int64)
-        values: np.ndarray = self.table[index]
-        return values
+        return self._columns[field]
 
-    def spans(self, field: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """Where a bytes or string field's values start in the buffer, and their lengths."""
-        index = self.columns[field]
-        return self.table[index], self.table[index + 1]
-
-    def strings(self, field: tuple[str, ...], rows: np.ndarray) -> pa.Array:
-        """A string field of ``rows`` as an Arrow array (UTF-8 unchecked: see
-        ``pa.Array.validate(full=True)``)."""
-        starts, lengths = self.spans(field)
-        data, offsets = kernels.gather(self.buffer, starts[rows], lengths[rows])
-        return pa.Array.from_buffers(
-            pa.large_string(), len(rows), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-        )
-
-    def value_bytes(self, field: tuple[str, ...], row: int) -> bytes:
-        """The bytes of a bytes or string field of one row."""
-        starts, lengths = self.spans(field)
-        start = int(starts[row])
-        return self.records.data[start : start + int(lengths[row])]
-
-    def entry_at(self, start: int) -> ManifestEntry:
-        return self.records.entry_at(start)
+    def entry(self, row: int) -> ManifestEntry:
+        return self.records.entry(row)
 
 
 def decode_columns(data: bytes, path: str) -> ManifestColumns | None:
     """The entries of the manifest file ``data`` as columns; None when the file is not
-    one these columns read (another codec, a schema without a field they need, records
-    that do not decode, two partitions of one hash): the ordinary decoding then reads
+    one these columns read: another codec, a schema without a field they need, records
+    that do not decode, an entry of another format version or kind or a name that is
+    not a plain file name, two partitions of one hash. The ordinary decoding then reads
     it, and says what is wrong."""
     try:
         container = read_blocks(data)
@@ -186,30 +208,109 @@ def decode_columns(data: bytes, path: str) -> ManifestColumns | None:
     table = columnar.decode(buffer, spans, program)
     if table is None:
         return None
-    index = program.columns
-    names = table[index[FILE_NAME]], table[index[FILE_NAME] + 1]
-    partitions = table[index[PARTITION]], table[index[PARTITION] + 1]
+    facts = _facts(buffer, table, program.columns)
+    if facts is None:
+        return None
+    ordered = _ordered(
+        buffer, table[columnar.RECORD_START], table[columnar.RECORD_END], facts.order
+    )
+    del joined, buffer, table  # the records' bytes, now in order and soon compressed
+    return ManifestColumns(
+        _compressed(path, text, ordered, facts.order),
+        facts.columns,
+        facts.name_hash,
+        facts.partition_hash,
+        facts.partitions,
+        facts.readable_name,
+    )
+
+
+class _Facts(NamedTuple):
+    columns: dict[tuple[str, ...], np.ndarray]
+    name_hash: np.ndarray
+    partition_hash: np.ndarray
+    partitions: dict[int, bytes]
+    readable_name: np.ndarray
+    order: np.ndarray  # the entries by partition, bucket and sequence number
+
+
+def _facts(
+    buffer: np.ndarray, table: np.ndarray, index: dict[tuple[str, ...], int]
+) -> _Facts | None:
+    """What planning asks of the decoded entries; None for entries the columns do not
+    read (see :func:`decode_columns`)."""
+
+    def span(field: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        return table[index[field]], table[index[field] + 1]
+
+    kind = table[index[KIND]]
+    if np.any(table[index[VERSION]] != M.MANIFEST_VERSION) or np.any((kind < 0) | (kind > 1)):
+        return None
+    names = span(FILE_NAME)
+    name_hash, readable, unsafe = kernels.name_facts(buffer, *names, *_SUFFIXES)
+    if unsafe:
+        return None
+    partitions = span(PARTITION)
     partition_hash = kernels.hashes(buffer, *partitions)
     distinct, first, which = np.unique(partition_hash, return_index=True, return_inverse=True)
     values = [
-        joined[s : s + n] for s, n in zip(*(p[first].tolist() for p in partitions), strict=True)
+        buffer[s : s + n].tobytes()
+        for s, n in zip(*(p[first].tolist() for p in partitions), strict=True)
     ]
-    offsets = np.zeros(len(values) + 1, dtype=np.int64)
-    np.cumsum([len(v) for v in values], out=offsets[1:])
-    joined_values = np.frombuffer(b"".join(values), dtype=np.uint8)
+    joined_values, offsets = kernels.joined(values)
     if not kernels.all_equal(buffer, *partitions, joined_values, offsets, which):
         return None  # two partitions of one hash
-    readable = np.zeros(len(names[0]), dtype=bool)
-    for extension in data_formats.extensions():
-        suffix = np.frombuffer(f".{extension}".encode(), dtype=np.uint8)
-        readable |= kernels.ends_with(buffer, *names, suffix)
-    return ManifestColumns(
-        Records(path, text, joined),
-        table,
-        index,
-        kernels.hashes(buffer, *names),
-        partition_hash,
-        dict(zip(distinct.tolist(), values, strict=True)),
-        not kernels.unsafe_names(buffer, *names),
-        readable,
+    columns = {
+        field: (
+            table[index[field]].astype(kept) if field in index else np.zeros(len(kind), dtype=kept)
+        )
+        for field, kept in _KEPT.items()
+    }
+    buckets, bucket = np.unique(columns[BUCKET], return_inverse=True)
+    group = which.astype(np.int64) * len(buckets) + bucket
+    space = len(distinct) * len(buckets)
+    if space > 4 * len(group) + 1024:  # numbered densely, the groups there are
+        groups, group = np.unique(group, return_inverse=True)
+        space = len(groups)
+    order, _ = kernels.order_by_group(group, space, columns[MIN_SEQUENCE])
+    by_hash = dict(zip(distinct.tolist(), values, strict=True))
+    return _Facts(columns, name_hash, partition_hash, by_hash, readable, order)
+
+
+def _ordered(
+    buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray, order: np.ndarray
+) -> pa.Array:
+    """The records (``starts`` to ``ends`` of ``buffer``, lying end to end) in ``order``."""
+    if not len(order):
+        return pa.array([], type=pa.large_binary())
+    boundaries = np.append(starts, ends[-1:])
+    records = pa.Array.from_buffers(
+        pa.large_binary(), len(starts), [None, pa.py_buffer(boundaries), pa.py_buffer(buffer)]
     )
+    return records.take(pa.array(order))
+
+
+def _compressed(path: str, schema: bytes, ordered: pa.Array, order: np.ndarray) -> Records:
+    """The records of ``ordered`` (the entries' records in ``order``) cut into chunks of
+    whole records of about :data:`CHUNK_BYTES`, each compressed."""
+    if not len(order):
+        return Records(path, schema, [], [], np.zeros(0, np.int32), np.zeros(0, np.int32))
+    _, offsets_buffer, data = ordered.buffers()
+    at = np.frombuffer(offsets_buffer, dtype=np.int64)[
+        ordered.offset : ordered.offset + len(order) + 1
+    ]
+    base = int(at[0])
+    at = at - base
+    chunk_sorted = at[:-1] // CHUNK_BYTES
+    firsts = np.flatnonzero(np.diff(chunk_sorted, prepend=-1))  # each chunk's first record
+    bounds = [*at[firsts].tolist(), int(at[-1])]
+    chunks = [
+        _CODEC.compress(data.slice(base + lo, hi - lo), asbytes=True) for lo, hi in pairwise(bounds)
+    ]
+    sizes = [hi - lo for lo, hi in pairwise(bounds)]
+    number = np.cumsum(np.diff(chunk_sorted, prepend=-1) != 0) - 1  # the chunk of each record
+    chunk = np.empty(len(order), dtype=np.int32)
+    offset = np.empty(len(order), dtype=np.int32)
+    chunk[order] = number
+    offset[order] = at[:-1] - at[firsts][number]
+    return Records(path, schema, chunks, sizes, chunk, offset)

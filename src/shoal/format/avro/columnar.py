@@ -234,7 +234,7 @@ def _varint(buffer: np.ndarray, pos: int, end: int) -> tuple[int, int]:
         shift += np.uint64(7)
     # zig-zag, on the unsigned bits: the value's magnitude, then its sign
     magnitude = np.int64(result >> np.uint64(1))
-    return magnitude ^ -np.int64(result & np.uint64(1)), pos
+    return int(magnitude ^ -np.int64(result & np.uint64(1))), pos
 
 
 @numba.njit(nogil=True, cache=True)
@@ -327,3 +327,14 @@ def _decode(buffer: np.ndarray, blocks: np.ndarray, code: np.ndarray, out: np.nd
         if pos != end:
             return False
     return True
+
+
+def _warm() -> None:
+    """Load the loop for the types :func:`decode` calls it with (from numba's cache once
+    it has compiled it), so that no plan waits for it."""
+    prog = program({"type": "long"}, b"<warm-up>", {(): "value"})
+    assert prog is not None
+    decode(np.frombuffer(b"\x02", dtype=np.uint8), [(0, 1, 1)], prog)
+
+
+_warm()
