@@ -124,9 +124,12 @@ def plan(
     columns only), keeping the files whose level is within ``levels``; None when this
     planning leaves the read to the ordinary one (see the module's docstring)."""
 
+    keep_partition = PL.partition_pruner(store, partition_dnf, None)
+    keep = None if partition_dnf is None else keep_partition
+
     def decode(meta: ManifestFileMeta) -> C.ManifestColumns | None:
         data = store.manifests.read_bytes(meta.file_name)
-        return C.decode_columns(data, store.paths.manifest_path(meta.file_name))
+        return C.decode_columns(data, store.paths.manifest_path(meta.file_name), keep)
 
     if not metas:
         return []
@@ -136,7 +139,6 @@ def plan(
     parts = [p for p in decoded if p is not None]
     if len(parts) != len(decoded):
         return None
-    keep_partition = PL.partition_pruner(store, partition_dnf, None)
     with collector.paused():
         planner = _Planner(store, snapshot.id, parts, schema, whole_buckets, levels, deletions)
         return planner.splits(keep_partition)

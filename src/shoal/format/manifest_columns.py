@@ -15,6 +15,7 @@ uses. A table's decompressed manifests take about five times what they take so.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any, NamedTuple
 
@@ -175,8 +176,11 @@ class ManifestColumns:
         return self.records.entry(row)
 
 
-def decode_columns(data: bytes, path: str) -> ManifestColumns | None:
-    """The entries of the manifest file ``data`` as columns; None when the file is not
+def decode_columns(
+    data: bytes, path: str, keep_partition: Callable[[bytes], bool] | None = None
+) -> ManifestColumns | None:
+    """The entries of the manifest file ``data`` as columns (with ``keep_partition``,
+    the entries of the partitions it accepts only); None when the file is not
     one these columns read: another codec, a schema without a field they need, records
     that do not decode, an entry of another format version or kind or a name that is
     not a plain file name, two partitions of one hash. The ordinary decoding then reads
@@ -208,13 +212,12 @@ def decode_columns(data: bytes, path: str) -> ManifestColumns | None:
     table = columnar.decode(buffer, spans, program)
     if table is None:
         return None
-    facts = _facts(buffer, table, program.columns)
+    facts = _facts(buffer, table, program.columns, keep_partition)
     if facts is None:
         return None
-    ordered = _ordered(
-        buffer, table[columnar.RECORD_START], table[columnar.RECORD_END], facts.order
-    )
-    del joined, buffer, table  # the records' bytes, now in order and soon compressed
+    starts, ends = table[columnar.RECORD_START], table[columnar.RECORD_END]
+    ordered = _ordered(buffer, starts, ends, facts.records)
+    del joined, buffer, table, starts, ends  # the records' bytes, now in order
     return ManifestColumns(
         _compressed(path, text, ordered, facts.order),
         facts.columns,
@@ -231,26 +234,22 @@ class _Facts(NamedTuple):
     partition_hash: np.ndarray
     partitions: dict[int, bytes]
     readable_name: np.ndarray
-    order: np.ndarray  # the entries by partition, bucket and sequence number
+    order: np.ndarray  # the entries kept by partition, bucket and sequence number
+    records: np.ndarray  # their records' numbers among all the file's, in that order
 
 
 def _facts(
-    buffer: np.ndarray, table: np.ndarray, index: dict[tuple[str, ...], int]
+    buffer: np.ndarray,
+    table: np.ndarray,
+    index: dict[tuple[str, ...], int],
+    keep_partition: Callable[[bytes], bool] | None,
 ) -> _Facts | None:
-    """What planning asks of the decoded entries; None for entries the columns do not
-    read (see :func:`decode_columns`)."""
-
-    def span(field: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-        return table[index[field]], table[index[field] + 1]
-
+    """What planning asks of the decoded entries (of the partitions ``keep_partition``
+    accepts); None for entries the columns do not read (see :func:`decode_columns`)."""
     kind = table[index[KIND]]
     if np.any(table[index[VERSION]] != M.MANIFEST_VERSION) or np.any((kind < 0) | (kind > 1)):
         return None
-    names = span(FILE_NAME)
-    name_hash, readable, unsafe = kernels.name_facts(buffer, *names, *_SUFFIXES)
-    if unsafe:
-        return None
-    partitions = span(PARTITION)
+    partitions = table[index[PARTITION]], table[index[PARTITION] + 1]
     partition_hash = kernels.hashes(buffer, *partitions)
     distinct, first, which = np.unique(partition_hash, return_index=True, return_inverse=True)
     values = [
@@ -260,6 +259,20 @@ def _facts(
     joined_values, offsets = kernels.joined(values)
     if not kernels.all_equal(buffer, *partitions, joined_values, offsets, which):
         return None  # two partitions of one hash
+    rows = None
+    if keep_partition is not None:
+        kept = np.array([keep_partition(v) for v in values], dtype=bool)
+        if not kept.all():
+            rows = np.flatnonzero(kept[which])
+            table, partition_hash = table[:, rows], partition_hash[rows]
+            distinct = distinct[kept]
+            values = [v for v, k in zip(values, kept.tolist(), strict=True) if k]
+            which = np.searchsorted(distinct, partition_hash)
+            kind = table[index[KIND]]
+    names = table[index[FILE_NAME]], table[index[FILE_NAME] + 1]
+    name_hash, readable, unsafe = kernels.name_facts(buffer, *names, *_SUFFIXES)
+    if unsafe:
+        return None
     columns = {
         field: (
             table[index[field]].astype(kept) if field in index else np.zeros(len(kind), dtype=kept)
@@ -274,7 +287,8 @@ def _facts(
         space = len(groups)
     order, _ = kernels.order_by_group(group, space, columns[MIN_SEQUENCE])
     by_hash = dict(zip(distinct.tolist(), values, strict=True))
-    return _Facts(columns, name_hash, partition_hash, by_hash, readable, order)
+    records = order if rows is None else rows[order]
+    return _Facts(columns, name_hash, partition_hash, by_hash, readable, order, records)
 
 
 def _ordered(
