@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
+import shoal.core.columnar_plan  # noqa: F401 - numba's compiled loops, which large plans load
 from bench import scale_table
 from shoal.io.file_io import LocalFileIO
 from shoal.table import Table
