@@ -10,6 +10,10 @@ DELETE, a name met twice, extra files, an embedded index, an external path, some
 columns only) are decoded and merged as objects, as the ordinary planning does: in a
 table's base manifests they are few.
 
+A manifest's records are decoded whole only there and when a split's files are read,
+so a record whose other fields are damaged is reported (CorruptMetadataError naming
+the manifest) when its split is read, not when it is planned.
+
 The ordinary planning stays the reference and does everything this leaves to it: a
 table of fewer entries than :data:`shoal.core.plan.COLUMNAR_MIN_ENTRIES`, a filter on
 data columns (file statistics), and manifests the columns do not read (another codec
