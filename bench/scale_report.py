@@ -156,7 +156,7 @@ def _versus_java(sizes: list[SizeResult], op: str) -> list[str]:
 
 
 def render_java(sizes: list[SizeResult]) -> list[str]:
-    """The comparison with Java Paimon and the issue's targets."""
+    """The comparison with Java Paimon and the scale targets."""
     lines = [
         "### shoal beside Java Paimon 1.0",
         "",
@@ -170,7 +170,7 @@ def render_java(sizes: list[SizeResult]) -> list[str]:
     ]
     for op in JAVA_OPS:
         lines.extend([*_versus_java(sizes, op), ""])
-    lines.extend([_row("target (issue 26)", ["measured", "met"]), _row("---", ["---:", "---"])])
+    lines.extend([_row("scale target", ["measured", "met"]), _row("---", ["---:", "---"])])
     for target in targets(sizes):
         met = "-" if target.met is None else ("yes" if target.met else "**no**")
         lines.append(_row(target.name, [target.measured, met]))

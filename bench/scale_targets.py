@@ -1,5 +1,5 @@
-"""Issue 26's targets for the scale workload, judged from its results: shoal against
-Java Paimon on the same tables, and shoal's own bounds."""
+"""The scale workload's targets, judged from its results: shoal against Java Paimon on
+the same tables, and shoal's own bounds."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ HUNDRED_K = 100_000
 SMALLEST = 10_000
 FULL_PLAN_RATIO = 0.5  # shoal / Java, at 100k and 1M files
 FULL_PLAN_PEAK_MIB = 500.0  # at 1M files
-FILTERED_PLAN_RATIO = 0.66  # the ratio before issue 26, not to get worse
+FILTERED_PLAN_RATIO = 0.66  # the ratio of the objects' planning, not to get worse
 EXPIRE_RATIO = 1.24  # likewise
 FRESHNESS_MS = 50.0  # at every size
 COMMIT_GROWTH = 2.0  # a commit at 1M files / the same commit at 10k
@@ -52,7 +52,7 @@ def _ratio_target(sizes: list[SizeResult], files: int, op: str, bound: float, wh
 
 
 def targets(sizes: list[SizeResult]) -> list[Target]:
-    """Every target of the issue, met or not, or not measured where this run has no
+    """Every scale target, met or not, or not measured where this run has no
     table of the size it names."""
     out = [_ratio_target(sizes, MILLION, PLAN_FULL, FULL_PLAN_RATIO, "full plan")]
     name = f"full plan at {MILLION:,} files: shoal's peak ≤ {FULL_PLAN_PEAK_MIB:g} MiB"
@@ -93,8 +93,8 @@ _ISSUE_BOUNDS = {
 
 def scale_ratios(sizes: list[SizeResult]) -> list[Ratio]:
     """shoal's median time over Java Paimon's for each operation both run, on the largest
-    table (and full planning on the 100k table when there is one), with the issue's bound
-    where the table is of the size the issue names."""
+    table (and full planning on the 100k table when there is one), with the target's bound
+    where the table is of the size the target names."""
     if not sizes:
         return []
     largest = max(sizes, key=lambda s: s.files)

@@ -1,4 +1,4 @@
-"""The scale workload's comparison with Java Paimon: the ratios, the issue's targets and
+"""The scale workload's comparison with Java Paimon: the ratios, the scale targets and
 the rendered section, from synthetic results shaped like what ``bench/scale.py``
 measures."""
 
