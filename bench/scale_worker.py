@@ -15,6 +15,7 @@ that cannot be reset).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import resource
 import sys
@@ -27,7 +28,6 @@ from typing import Any
 
 import pyarrow as pa
 
-import shoal.core.columnar_plan  # noqa: F401 - numba's compiled loops, which large plans load
 from bench import scale_table
 from shoal.io.file_io import LocalFileIO
 from shoal.table import Table
@@ -134,6 +134,9 @@ def _commit_rows(partition: int) -> pa.Table:
 
 def _operation(op: str, path: str, partitions: int) -> Callable[[], dict[str, Any]]:
     """The operation, as a call that opens the table and returns what it found."""
+    if op.startswith("plan"):
+        # the planner of large tables, with numba and its compiled loops (only plans load it)
+        importlib.import_module("shoal.core.columnar_plan")
     if op == "plan-filtered":
         dt = scale_table.day(partitions // 2)
 
