@@ -375,3 +375,19 @@ def test_a_wanted_field_of_another_kind_leaves_the_schema_uncompiled() -> None:
         "fields": [{"name": "a", "type": {"type": "array", "items": "null"}}],
     }
     assert columnar.program(nulls, b"k4", {}) is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(entries(), min_size=1, max_size=5), st.data())
+def test_damaged_bytes_never_raise_only_leave_the_manifest_to_the_ordinary_decoding(
+    written: list[ManifestEntry], data: st.DataObject
+) -> None:
+    """Whatever bytes a manifest holds, the columns read it or return None; they never
+    raise (the ordinary decoding is the one that reports damage)."""
+    raw = bytearray(M.encode_manifest(written, data.draw(st.sampled_from(["none", "zstd"]))))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        raw[at] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(len(raw) // 2, len(raw)))
+    columns = C.decode_columns(bytes(raw[:cut]), "<manifest>")
+    assert columns is None or isinstance(columns, C.ManifestColumns)
