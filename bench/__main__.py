@@ -36,10 +36,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="a short run of everything (3 to 4 minutes once the peers' virtual "
+        help="a short run of everything (about 6 minutes once the peers' virtual "
         "environments exist): 40 appends, 5 upserts of 20,000 rows, 2 or 3 repeats; "
         "1,000,000 rows on Spark, once; a stream of 200,000 rows in 5 files, once, and "
-        "a demo of 2,000 events; scale tables of 2,000 and 20,000 files",
+        "a demo of 2,000 events; scale tables of 2,000 and 20,000 files, with Java Paimon",
     )
     p.add_argument(
         "--workload",
