@@ -23,7 +23,7 @@ or schema, damage: the ordinary reading says what is wrong).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, overload
@@ -128,8 +128,7 @@ def plan(
     columns only), keeping the files whose level is within ``levels``; None when this
     planning leaves the read to the ordinary one (see the module's docstring)."""
 
-    keep_partition = PL.partition_pruner(store, partition_dnf, None)
-    keep = None if partition_dnf is None else keep_partition
+    keep = None if partition_dnf is None else PL.partition_pruner(store, partition_dnf, None)
 
     def decode(meta: ManifestFileMeta) -> C.ManifestColumns | None:
         data = store.manifests.read_bytes(meta.file_name)
@@ -145,7 +144,7 @@ def plan(
         return None
     with collector.paused():
         planner = _Planner(store, snapshot.id, parts, schema, whole_buckets, levels, deletions)
-        return planner.splits(keep_partition)
+        return planner.splits()
 
 
 class _Planner:
@@ -169,21 +168,30 @@ class _Planner:
         sizes = [len(p) for p in parts]
         self.bounds = np.cumsum([0, *sizes])
         self.part = np.repeat(np.arange(len(parts), dtype=np.int32), sizes)
+        self._columns: dict[Any, np.ndarray] = {}
 
-    def column(self, field: tuple[str, ...]) -> np.ndarray:
-        return np.concatenate([p.column(field) for p in self.parts])
+    def column(self, field: Any) -> np.ndarray:
+        """A field of every manifest's entries, one after another: a column's path, or
+        the name of what the manifests computed (``name_hash``, ``partition_hash``,
+        ``readable_name``). Each is joined once."""
+        found = self._columns.get(field)
+        if found is None:
+            found = np.concatenate(
+                [
+                    p.column(field) if isinstance(field, tuple) else getattr(p, field)
+                    for p in self.parts
+                ]
+            )
+            self._columns[field] = found
+        return found
 
-    def column_of(self, get: Callable[[C.ManifestColumns], np.ndarray]) -> np.ndarray:
-        return np.concatenate([get(p) for p in self.parts])
-
-    def splits(self, keep_partition: Callable[[bytes], bool]) -> list[PL.DataSplit] | None:
+    def splits(self) -> list[PL.DataSplit] | None:
+        """The splits (the manifests hold the filter's partitions only)."""
         found = self._partitions()
         if found is None:
             return None
         partition_id, distinct = found
-        kept = np.array([keep_partition(p) for p in distinct], dtype=bool)
-        rows = np.flatnonzero(kept[partition_id]) if distinct else np.zeros(0, np.int64)
-        live = self._merged(rows)
+        live = self._merged(np.arange(len(partition_id)))
         level = self.column(C.LEVEL)[live]
         live = live[(level >= self.levels[0]) & (level <= self.levels[1])]
         self._check_readable(live)
@@ -203,7 +211,7 @@ class _Planner:
                 if by_hash.setdefault(h, value) != value:
                     return None
         hashes = np.array(sorted(by_hash), dtype=np.uint64)
-        partition_id = np.searchsorted(hashes, self.column_of(lambda p: p.partition_hash))
+        partition_id = np.searchsorted(hashes, self.column("partition_hash"))
         return partition_id, [by_hash[h] for h in hashes.tolist()]
 
     def _entry(self, row: int) -> M.ManifestEntry:
@@ -215,7 +223,7 @@ class _Planner:
         (``merge_entries``) applied as objects to the entries it could concern (a
         DELETE, a name whose hash is met twice, identities with more than a name), and
         every other ADD live as it is."""
-        hashed = self.column_of(lambda p: p.name_hash)[rows]
+        hashed = self.column("name_hash")[rows]
         order = np.argsort(hashed, kind="stable")
         same = hashed[order][1:] == hashed[order][:-1]
         twice = np.zeros(len(rows), dtype=bool)
@@ -236,7 +244,7 @@ class _Planner:
         """``readable_file_check`` on every live file: of those named with an extension
         shoal reads, one per schema; every other one."""
         check = PL.readable_file_check(self.store, self.schema)
-        plain = self.column_of(lambda p: p.readable_name)[live]
+        plain = self.column("readable_name")[live]
         flagged = _any_set([self.column(f)[live] for f in (C.EXTERNAL_PATH, C.WRITE_COLS)])
         _, first = np.unique(self.column(C.SCHEMA_ID)[live], return_index=True)
         for row in np.concatenate([live[~plain | flagged], live[first]]).tolist():
@@ -274,6 +282,7 @@ class _Planner:
             self.whole_buckets,
         )
         deletions = self._deletion_files(live)
+        with_deletions = np.array(sorted(deletions), dtype=np.int64)  # the files' places
         files = _Files(
             [p.records for p in self.parts], self.part[live], live - self.bounds[self.part[live]]
         )
@@ -293,7 +302,7 @@ class _Planner:
             split = PL.DataSplit(
                 store.uri, self.snapshot_id, values, b, path, LazyFiles(files, lo, hi)
             )
-            if deletions and any(i in deletions for i in range(lo, hi)):
+            if np.searchsorted(with_deletions, lo) < np.searchsorted(with_deletions, hi):
                 found_deletions = tuple(deletions.get(i) for i in range(lo, hi))
                 split = replace(split, deletion_files=found_deletions)
             out.append(split)
@@ -307,7 +316,7 @@ class _Planner:
         names = [name.encode() for name in self.deletions]
         data, offsets = kernels.joined(names)
         wanted = kernels.hashes(data, offsets[:-1], np.diff(offsets))
-        candidates = np.flatnonzero(np.isin(self.column_of(lambda p: p.name_hash)[live], wanted))
+        candidates = np.flatnonzero(np.isin(self.column("name_hash")[live], wanted))
         out = {}
         for i in candidates.tolist():
             found = self.deletions.get(self._entry(int(live[i])).file.file_name)

@@ -92,7 +92,8 @@ class ManifestStore:
         self._index: dict[str, list[IndexManifestEntry]] = {}
 
     # --- reading -----------------------------------------------------------------------------
-    def _read(self, name: str) -> bytes:
+    def read_bytes(self, name: str) -> bytes:
+        """A manifest file's bytes. Raises CorruptMetadataError naming a missing one."""
         path = self.paths.manifest_path(name)
         try:
             return self.file_io.read_bytes(path)
@@ -105,7 +106,7 @@ class ManifestStore:
         cached = self._lists.get(name)
         if cached is not None:
             return cached
-        metas = M.decode_manifest_list(self._read(name), self.paths.manifest_path(name))
+        metas = M.decode_manifest_list(self.read_bytes(name), self.paths.manifest_path(name))
         self._lists[name] = metas
         return metas
 
@@ -115,7 +116,7 @@ class ManifestStore:
         cached = self._index.get(name)
         if cached is None:
             path = self.paths.manifest_path(name)
-            cached = decode_index_manifest(self._read(name), path)
+            cached = decode_index_manifest(self.read_bytes(name), path)
             if len(self._index) >= _INDEX_CACHE_MAX:
                 del self._index[next(iter(self._index))]
             self._index[name] = cached
@@ -136,7 +137,7 @@ class ManifestStore:
             return some
         path = self.paths.manifest_path(name)
         entries = M.decode_manifest(
-            self._read(name), path, None if partitions is None else _accepting(partitions)
+            self.read_bytes(name), path, None if partitions is None else _accepting(partitions)
         )
         self._check_partitions(entries, path)
         if partitions is None or isinstance(partitions, frozenset):
@@ -183,10 +184,10 @@ class ManifestStore:
         cached = self._entries.get(name)
         if cached is not None:
             return finder.among(_file_names(cached))
-        return M.manifest_names_among(self._read(name), finder, self.paths.manifest_path(name))
+        return M.manifest_names_among(self.read_bytes(name), finder, self.paths.manifest_path(name))
 
     def _decode_names(self, name: str, decode: Callable[[bytes, str], list[str]]) -> list[str]:
-        return decode(self._read(name), self.paths.manifest_path(name))
+        return decode(self.read_bytes(name), self.paths.manifest_path(name))
 
     def read_manifests(
         self, metas: Sequence[ManifestFileMeta], partitions: Partitions = None
@@ -196,10 +197,6 @@ class ManifestStore:
         if not self.file_io.concurrent_reads:
             return [self.read_manifest(m.file_name, partitions) for m in metas]
         return parallel_map(lambda m: self.read_manifest(m.file_name, partitions), metas)
-
-    def read_bytes(self, name: str) -> bytes:
-        """A manifest file's bytes. Raises CorruptMetadataError naming a missing one."""
-        return self._read(name)
 
     # --- writing -----------------------------------------------------------------------------
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:

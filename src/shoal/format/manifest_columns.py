@@ -26,6 +26,7 @@ from shoal.errors import CorruptMetadataError
 from shoal.format import data_formats, kernels
 from shoal.format import manifest as M
 from shoal.format.avro import columnar
+from shoal.format.avro.compiled import Decoder
 from shoal.format.avro.container import read_blocks
 from shoal.format.manifest import ManifestEntry
 
@@ -87,19 +88,19 @@ _CODEC = pa.Codec("lz4")
 class Records:
     """A manifest's records, compressed in chunks, to decode whole entries from."""
 
-    __slots__ = ("_last", "chunk", "chunks", "offset", "path", "schema", "sizes")
+    __slots__ = ("_last", "chunk", "chunks", "decode", "offset", "path", "sizes")
 
     def __init__(  # noqa: PLR0917 - the records' layout
         self,
         path: str,
-        schema: bytes,
+        decode: Decoder,
         chunks: list[bytes],
         sizes: list[int],
         chunk: np.ndarray,
         offset: np.ndarray,
     ) -> None:
         self.path = path
-        self.schema = schema  # the writer's schema (JSON)
+        self.decode = decode  # of a whole entry (see shoal.format.manifest.entry_decoder)
         self.chunks = chunks  # LZ4
         self.sizes = sizes  # each chunk's bytes
         self.chunk = chunk  # per entry: its record's chunk
@@ -109,11 +110,8 @@ class Records:
     def entry(self, row: int) -> ManifestEntry:
         """The whole entry of ``row``. Raises CorruptMetadataError naming the file for
         a record the entry decoding refuses."""
-        decode = M.entry_decoder(self.schema)
         try:
-            if decode is None:
-                raise ValueError("its schema is not one the entry decoding reads")
-            entry, _ = decode(self._chunk(int(self.chunk[row])), int(self.offset[row]))
+            entry, _ = self.decode(self._chunk(int(self.chunk[row])), int(self.offset[row]))
         except Exception as exc:  # the decoders raise many types for damaged bytes
             raise CorruptMetadataError(self.path, f"an entry cannot be read: {exc}") from None
         assert isinstance(entry, ManifestEntry)
@@ -192,7 +190,8 @@ def decode_columns(
     if container is None:
         return None
     text, blocks = container
-    if M.entry_decoder(text) is None:
+    decode = M.entry_decoder(text)
+    if decode is None:
         return None
     try:
         schema: Any = json.loads(text)
@@ -219,7 +218,7 @@ def decode_columns(
     ordered = _ordered(buffer, starts, ends, facts.records)
     del joined, buffer, table, starts, ends  # the records' bytes, now in order
     return ManifestColumns(
-        _compressed(path, text, ordered, facts.order),
+        _compressed(path, decode, ordered, facts.order),
         facts.columns,
         facts.name_hash,
         facts.partition_hash,
@@ -304,11 +303,11 @@ def _ordered(
     return records.take(pa.array(order))
 
 
-def _compressed(path: str, schema: bytes, ordered: pa.Array, order: np.ndarray) -> Records:
+def _compressed(path: str, decode: Decoder, ordered: pa.Array, order: np.ndarray) -> Records:
     """The records of ``ordered`` (the entries' records in ``order``) cut into chunks of
     whole records of about :data:`CHUNK_BYTES`, each compressed."""
     if not len(order):
-        return Records(path, schema, [], [], np.zeros(0, np.int32), np.zeros(0, np.int32))
+        return Records(path, decode, [], [], np.zeros(0, np.int32), np.zeros(0, np.int32))
     _, offsets_buffer, data = ordered.buffers()
     at = np.frombuffer(offsets_buffer, dtype=np.int64)[
         ordered.offset : ordered.offset + len(order) + 1
@@ -327,4 +326,4 @@ def _compressed(path: str, schema: bytes, ordered: pa.Array, order: np.ndarray) 
     offset = np.empty(len(order), dtype=np.int32)
     chunk[order] = number
     offset[order] = at[:-1] - at[firsts][number]
-    return Records(path, schema, chunks, sizes, chunk, offset)
+    return Records(path, decode, chunks, sizes, chunk, offset)
