@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shoal.errors import CorruptMetadataError
 from shoal.format import binary_row, data_formats
 from shoal.format import manifest as M
 from shoal.format import manifest_columns as C
@@ -205,7 +206,15 @@ def test_a_schema_without_the_newer_fields_reads_them_as_unset() -> None:
 
 @pytest.mark.parametrize(
     "damage",
-    ["truncated", "garbage", "file size as string", "no bucket", "bytes after the records"],
+    [
+        "truncated",
+        "garbage",
+        "file size as string",
+        "no bucket",
+        "bytes after the records",
+        "schema not UTF-8",
+        "schema not JSON",
+    ],
 )
 def test_a_manifest_the_columns_cannot_read_is_left_to_the_ordinary_decoding(damage: str) -> None:
     data = _written([_record("a.parquet"), _record("b.parquet")])
@@ -235,6 +244,13 @@ def test_a_manifest_the_columns_cannot_read_is_left_to_the_ordinary_decoding(dam
             "fields": [f for f in M.MANIFEST_ENTRY_AVRO["fields"] if f["name"] != "_BUCKET"],
         }
         data = _written([_record("a.parquet")], schema)
+    elif damage.startswith("schema"):
+        container = read_blocks(data)
+        assert container is not None
+        at = data.index(container[0])  # the schema's text, its length unchanged
+        data = data[:at] + (b"\x80" if damage == "schema not UTF-8" else b"[") + data[at + 1 :]
+        with pytest.raises(CorruptMetadataError):
+            M.decode_manifest(data, "<manifest>")
     else:
         data = _recount(data, 1)  # a record's bytes left over in the block
     assert C.decode_columns(data, "<manifest>") is None

@@ -190,12 +190,12 @@ def decode_columns(
     if container is None:
         return None
     text, blocks = container
-    decode = M.entry_decoder(text)
-    if decode is None:
-        return None
     try:
         schema: Any = json.loads(text)
-    except ValueError:
+    except ValueError:  # damaged schema text (not JSON, not UTF-8)
+        return None
+    decode = M.entry_decoder(text)
+    if decode is None:
         return None
     program = columnar.program(schema, text, _WANTED)
     if program is None or not all(f in program.columns for f in _REQUIRED):

@@ -276,8 +276,8 @@ def decoder(
         return found
     try:
         decode: compiled.Decoder | None = compiled.compile_decoder(json.loads(text), keep)
-    except (compiled.UnsupportedSchemaError, KeyError, TypeError, AttributeError):
-        decode = None  # fastavro reads it, or says what is wrong with it
+    except (compiled.UnsupportedSchemaError, KeyError, TypeError, AttributeError, ValueError):
+        decode = None  # fastavro reads it, or says what is wrong with it (damaged JSON too)
     with _LOCK:
         if len(_DECODERS) >= _MAX_SCHEMAS:  # files with ever new (damaged) schemas
             _DECODERS.clear()
