@@ -158,7 +158,7 @@ _WITHOUT_EXTRAS = textwrap.dedent(
 
     class NotInstalled:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("pyspark", "pandas", "boto3", "botocore"):
+            if name.split(".")[0] in ("pyspark", "pandas", "boto3", "botocore", "azure", "google"):
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return None
 
@@ -184,6 +184,16 @@ _WITHOUT_EXTRAS = textwrap.dedent(
         assert exc.extra == "s3", exc
     else:
         raise AssertionError("an s3 table opened without boto3")
+    for uri, extra in (
+        ("gs://bucket/wh/db.db/t", "gcs"),
+        ("abfss://c@account.dfs.core.windows.net/wh/db.db/t", "azure"),
+    ):
+        try:
+            shoal.open_table(uri)
+        except shoal.MissingDependencyError as exc:
+            assert exc.extra == extra, exc
+        else:
+            raise AssertionError(f"{uri} opened without the {extra} extra")
     result = CliRunner().invoke(cli, ["demo"])
     assert result.exit_code != 0 and "pip install 'shoal[spark]'" in result.output, result.output
     print("ok")

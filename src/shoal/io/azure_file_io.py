@@ -59,6 +59,12 @@ from shoal.io.connect import reach, store_timeout
 from shoal.io.file_io import FileIO, ObjectStoreFileIO, delete_in_batches
 from shoal.io.store_options import HIDDEN, normalized, refuse_unknown
 
+try:
+    from azure.core import exceptions as azure_errors
+    from azure.storage.blob import BlobServiceClient, LinearRetry
+except ImportError as exc:  # depends on the installation
+    raise MissingDependencyError("Azure tables", "azure", exc.name or "azure-storage-blob") from exc
+
 SCHEMES = ("az", "abfs", "abfss", "wasb", "wasbs")
 PAIMON_PREFIXES = ("azure.", "fs.azure.", "fs.wasb.")
 ACCOUNT_KEY = "fs.azure.account.key"
@@ -247,8 +253,6 @@ class AzureFileIO(ObjectStoreFileIO):
 
     def read_bytes(self, path: str) -> bytes:
         """One Get Blob (pyarrow asks for the blob's properties first)."""
-        from azure.core import exceptions as azure_errors
-
         container, _, name = path.partition("/")
         try:
             return bytes(self.client.get_blob_client(container, name).download_blob().readall())
@@ -262,8 +266,6 @@ class AzureFileIO(ObjectStoreFileIO):
     def write_bytes(self, path: str, data: bytes) -> None:
         """One Put Blob, replacing any blob of that name (readers see the old or the
         new blob, never a part)."""
-        from azure.core import exceptions as azure_errors
-
         container, _, name = path.partition("/")
         try:
             self.client.get_blob_client(container, name).upload_blob(data, overwrite=True)
@@ -279,8 +281,6 @@ class AzureFileIO(ObjectStoreFileIO):
         """Create ``path`` unless a blob has that name (``If-None-Match: *``); False if
         one did. A blob found holding exactly ``data`` counts as created: a retried put
         whose first answer was lost meets its own blob."""
-        from azure.core import exceptions as azure_errors
-
         container, _, name = path.partition("/")
         blob = self.client.get_blob_client(container, name)
         try:
@@ -299,8 +299,6 @@ class AzureFileIO(ObjectStoreFileIO):
     def delete(self, path: str) -> bool:
         """One Delete Blob (pyarrow's leaves a directory marker behind); False if the
         blob was not there."""
-        from azure.core import exceptions as azure_errors
-
         container, _, name = path.partition("/")
         try:
             self.client.get_blob_client(container, name).delete_blob()
@@ -318,8 +316,6 @@ class AzureFileIO(ObjectStoreFileIO):
         return delete_in_batches(paths, DELETE_BATCH, _split, self._delete_batch)
 
     def _delete_batch(self, batch: tuple[str, list[str]]) -> tuple[int, dict[str, str]]:
-        from azure.core import exceptions as azure_errors
-
         container, names = batch
         client = self.client.get_container_client(container)
         try:
@@ -349,8 +345,6 @@ class AzureFileIO(ObjectStoreFileIO):
     def probe(self, container: str) -> None:
         """Ask for the container's properties; StoreUnreachableError without an answer.
         Any answer counts ("not found", "forbidden"): later operations report those."""
-        from azure.core import exceptions as azure_errors
-
         try:
             self.client.get_container_client(container).get_container_properties(
                 timeout=max(1, int(self.options.timeout))
@@ -369,12 +363,6 @@ class AzureFileIO(ObjectStoreFileIO):
 
 
 def _blob_service(options: AzureOptions) -> Any:
-    try:
-        from azure.storage.blob import BlobServiceClient, LinearRetry
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "Azure tables", "azure", exc.name or "azure-storage-blob"
-        ) from exc
     credential: Any
     if options.account_key:
         credential = {"account_name": options.account, "account_key": options.account_key}

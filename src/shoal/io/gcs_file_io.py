@@ -55,6 +55,14 @@ from shoal.io.connect import positive_seconds, reach, store_timeout
 from shoal.io.file_io import FileIO, FileStatus, ObjectStoreFileIO
 from shoal.io.store_options import boolean, normalized, refuse_unknown
 
+try:
+    from google.api_core import exceptions as google_errors
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+    from google.cloud.storage.retry import DEFAULT_RETRY
+except ImportError as exc:  # depends on the installation
+    raise MissingDependencyError("gs:// tables", "gcs", exc.name or "google-cloud-storage") from exc
+
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 URI_PARAMETERS = ("endpoint_override", "scheme", "location", "retry_limit_seconds")
 PAIMON_PREFIXES = ("gs.", "fs.gs.")
@@ -233,16 +241,12 @@ class GcsFileIO(ObjectStoreFileIO):
     def _retry(self) -> Any:
         """Google's default retry policy, retrying for as long as pyarrow's does (its
         default is two minutes)."""
-        from google.cloud.storage.retry import DEFAULT_RETRY
-
         return DEFAULT_RETRY.with_timeout(self.options.retry_time_limit.total_seconds())
 
     def try_create(self, path: str, data: bytes) -> bool:
         """Create ``path`` unless an object has that name (``ifGenerationMatch=0``);
         False if one did. An object found holding exactly ``data`` counts as created: a
         retried upload whose first answer was lost meets its own object."""
-        from google.api_core import exceptions as google_errors
-
         bucket, _, key = path.partition("/")
         blob = self.client.bucket(bucket).blob(key)
         try:
@@ -272,8 +276,6 @@ class GcsFileIO(ObjectStoreFileIO):
         directories that exist only as a prefix of object names (all of them here)."""
         if recursive:
             return super().list_status(path, recursive=True)
-        from google.api_core import exceptions as google_errors
-
         bucket, _, key = path.partition("/")
         prefix = f"{key.rstrip('/')}/" if key else ""
         try:
@@ -311,13 +313,6 @@ class GcsFileIO(ObjectStoreFileIO):
 
 
 def _google_client(options: GcsOptions) -> Any:
-    try:
-        from google.auth.credentials import AnonymousCredentials
-        from google.cloud import storage
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "gs:// tables", "gcs", exc.name or "google-cloud-storage"
-        ) from exc
     client_options = None
     if options.endpoint_override:
         client_options = {
